@@ -1,0 +1,48 @@
+"""The sink role: where verdicts go. Sinks run on the processor's single background worker."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from otel_traj.stats import PipelineStats
+from otel_traj.verdict import CheckResult, Verdict
+
+
+@dataclass(slots=True, frozen=True)
+class LiveViolation:
+    """A violation found as soon as the offending tool span ended, before the run completes.
+
+    Paging on another customer's data must not wait for a slow run to finish; the same violation is
+    reported again in the final verdict, so sinks that count both must count it once.
+    """
+
+    trace_id: int
+    agent: str
+    tool: str
+    step_id: str
+    result: CheckResult
+
+
+class Sink(ABC):
+    """Receives verdicts on the worker thread. ``export`` must not block on the network: sinks that
+    talk to servers queue and deliver on their own thread."""
+
+    def __init__(self) -> None:
+        self.stats = PipelineStats()
+
+    def attach(self, stats: PipelineStats) -> None:
+        """Share the pipeline's health counters (drops, sink errors) with this sink."""
+        self.stats = stats
+
+    @abstractmethod
+    def export(self, verdict: Verdict) -> None: ...
+
+    def on_live_violation(self, violation: LiveViolation) -> None:  # noqa: B027 - optional hook
+        """Called for violations detected while the run is still in flight."""
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+    def shutdown(self) -> None:  # noqa: B027 - optional hook
+        """Release resources; deliver what is pending first."""

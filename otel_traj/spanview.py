@@ -1,0 +1,70 @@
+"""SpanView: the minimal read-only view of one span that everything downstream sees.
+
+Adapters (``otel_traj.adapters``) build SpanViews from the SDK's ``ReadableSpan``, OTLP protobuf,
+OTLP/JSON and Jaeger JSON, so in-process and offline grading run the very same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+EMPTY: Mapping[str, Any] = {}
+
+STATUS_UNSET = 0
+STATUS_OK = 1
+STATUS_ERROR = 2
+
+
+class EventLike(Protocol):
+    """A span event. The SDK's own ``Event`` satisfies it, so in-process spans need no copy."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def timestamp(self) -> int: ...
+
+    @property
+    def attributes(self) -> Mapping[str, Any] | None: ...
+
+
+@dataclass(slots=True, frozen=True)
+class SpanEvent:
+    name: str
+    timestamp: int
+    attributes: Mapping[str, Any] = EMPTY
+
+
+@dataclass(slots=True)
+class SpanView:
+    """One span, as the grader needs it.
+
+    ``attributes`` and ``resource`` are mappings of OTel attribute values (str, bool, int, float or
+    sequences of them). Adapters may hand over the SDK's own mappings without copying: treat them as
+    read-only.
+    """
+
+    trace_id: int
+    span_id: int
+    parent_id: int | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: Mapping[str, Any] = EMPTY
+    events: Sequence[EventLike] = ()
+    status_code: int = STATUS_UNSET
+    status_message: str | None = None
+    kind: int = 0
+    parent_is_remote: bool = False
+    resource: Mapping[str, Any] = EMPTY
+    scope_name: str = ""
+
+    @property
+    def is_error(self) -> bool:
+        return self.status_code == STATUS_ERROR
+
+    @property
+    def is_local_root(self) -> bool:
+        return self.parent_id is None or self.parent_is_remote

@@ -1,0 +1,57 @@
+"""Pipeline health counters, shared by the processor, the receiver and the sinks.
+
+Plain integers updated under one lock and read at scrape time by the Prometheus sink, so the hot path
+never touches a metrics library.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+SPAN_RESULTS = ("accepted", "ignored", "malformed", "late")
+
+
+@dataclass(slots=True)
+class StatsSnapshot:
+    spans: dict[str, int]
+    dropped: dict[str, int]
+    sink_errors: dict[str, int]
+    traces_in_flight: int
+    internal_errors: int
+
+
+@dataclass
+class PipelineStats:
+    spans: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SPAN_RESULTS, 0))
+    dropped: dict[str, int] = field(default_factory=dict)
+    sink_errors: dict[str, int] = field(default_factory=dict)
+    traces_in_flight: int = 0
+    internal_errors: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count_spans(self, result: str, n: int = 1) -> None:
+        with self._lock:
+            self.spans[result] = self.spans.get(result, 0) + n
+
+    def count_dropped(self, reason: str, n: int = 1) -> None:
+        with self._lock:
+            self.dropped[reason] = self.dropped.get(reason, 0) + n
+
+    def count_sink_error(self, sink: str, n: int = 1) -> None:
+        with self._lock:
+            self.sink_errors[sink] = self.sink_errors.get(sink, 0) + n
+
+    def count_internal_error(self) -> None:
+        with self._lock:
+            self.internal_errors += 1
+
+    def snapshot(self) -> StatsSnapshot:
+        with self._lock:
+            return StatsSnapshot(
+                spans=dict(self.spans),
+                dropped=dict(self.dropped),
+                sink_errors=dict(self.sink_errors),
+                traces_in_flight=self.traces_in_flight,
+                internal_errors=self.internal_errors,
+            )

@@ -1,0 +1,112 @@
+"""Steps: what one span means for a trajectory (a tool call, a model call or an agent run).
+
+Dialect parsers (``otel_traj.dialects``) turn a SpanView into at most one Step. Steps are compact on
+purpose: the in-process processor keeps them for every running trace, so they hold strings and numbers
+only, never references to SDK objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+StepKind = Literal["tool", "model", "agent"]
+
+
+def span_hex(span_id: int) -> str:
+    return f"{span_id:016x}"
+
+
+def trace_hex(trace_id: int) -> str:
+    return f"{trace_id:032x}"
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool execution (or, with ``observed=False``, one the model requested but no span shows)."""
+
+    name: str
+    span_id: int
+    parent_id: int | None = None
+    start_ns: int = 0
+    end_ns: int = 0
+    call_id: str | None = None
+    # Dialects set ``arguments`` when the span holds them as structured data, else ``arguments_text``
+    # with the raw text; the trajectory builder parses JSON objects out of the text.
+    arguments: dict[str, Any] | None = None
+    arguments_text: str | None = None
+    result: str | None = None
+    ok: bool = True
+    error_type: str | None = None
+    error_message: str | None = None
+    observed: bool = True
+    parallel: bool = False
+    dialect: str = ""
+    step_id: str = ""
+    truncated: bool = False
+
+    kind: StepKind = field(default="tool", init=False)
+
+    @property
+    def arguments_captured(self) -> bool:
+        return self.arguments is not None or self.arguments_text is not None
+
+
+@dataclass(slots=True, frozen=True)
+class RequestedTool:
+    """A tool call that a model response asked for (``tool_call`` part of the output messages)."""
+
+    name: str
+    call_id: str | None = None
+    arguments_text: str | None = None
+
+
+@dataclass(slots=True)
+class ModelCall:
+    span_id: int
+    parent_id: int | None = None
+    start_ns: int = 0
+    end_ns: int = 0
+    model: str | None = None
+    provider: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    finish_reasons: tuple[str, ...] = ()
+    requested_tools: tuple[RequestedTool, ...] = ()
+    input_text: str | None = None
+    output_text: str | None = None
+    ok: bool = True
+    error_type: str | None = None
+    dialect: str = ""
+
+    kind: StepKind = field(default="model", init=False)
+
+    @property
+    def has_usage(self) -> bool:
+        return self.input_tokens is not None or self.output_tokens is not None
+
+
+@dataclass(slots=True)
+class AgentRun:
+    span_id: int
+    parent_id: int | None = None
+    start_ns: int = 0
+    end_ns: int = 0
+    agent_name: str | None = None
+    conversation_id: str | None = None
+    input_text: str | None = None
+    output_text: str | None = None
+    # Usage some frameworks aggregate on the agent span; used only when no model call carries usage.
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    ok: bool = True
+    error_type: str | None = None
+    dialect: str = ""
+
+    kind: StepKind = field(default="agent", init=False)
+
+
+Step = ToolCall | ModelCall | AgentRun

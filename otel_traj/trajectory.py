@@ -1,0 +1,71 @@
+"""Trajectory: the ordered tool calls, model turns, tokens and answer of one agent run (one trace)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_traj.steps import AgentRun, ModelCall, ToolCall, trace_hex
+
+
+@dataclass(slots=True)
+class Tokens:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output
+
+
+@dataclass(slots=True)
+class Trajectory:
+    """One graded unit: every GenAI step of one trace, in order, with totals counted once.
+
+    ``attributes`` holds the raw span attributes that checks need (for example a customer id) with the
+    first value seen in the trace. ``complete`` is False when the trace expired before its root ended.
+    """
+
+    trace_id: int
+    agent: str | None = None
+    service_name: str | None = None
+    service_version: str | None = None
+    conversation_id: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    model_calls: list[ModelCall] = field(default_factory=list)
+    agent_runs: list[AgentRun] = field(default_factory=list)
+    tokens: Tokens = field(default_factory=Tokens)
+    start_ns: int = 0
+    end_ns: int = 0
+    user_input: str | None = None
+    final_answer: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    complete: bool = True
+    root_span_id: int | None = None
+    errors: list[str] = field(default_factory=list)
+    # What the caps dropped for this trace (steps beyond the cap, truncated arguments/results).
+    dropped_steps: int = 0
+
+    @property
+    def trace_hex(self) -> str:
+        return trace_hex(self.trace_id)
+
+    @property
+    def model_turns(self) -> int:
+        return len(self.model_calls)
+
+    @property
+    def duration_s(self) -> float:
+        return max(0, self.end_ns - self.start_ns) / 1e9
+
+    @property
+    def arguments_captured(self) -> bool:
+        """True when at least one observed tool call recorded its arguments (content capture on)."""
+        return any(t.arguments_captured for t in self.tool_calls if t.observed)
+
+    @property
+    def agent_label(self) -> str:
+        return self.agent or self.service_name or "unknown"
