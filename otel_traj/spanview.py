@@ -7,14 +7,22 @@ OTLP/JSON and Jaeger JSON, so in-process and offline grading run the very same c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
-EMPTY: Mapping[str, Any] = {}
+EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 STATUS_UNSET = 0
 STATUS_OK = 1
 STATUS_ERROR = 2
+
+# Span kinds numbered as the SDK's ``SpanKind``; OTLP numbers them one higher (0 = unspecified).
+KIND_INTERNAL = 0
+KIND_SERVER = 1
+KIND_CLIENT = 2
+KIND_PRODUCER = 3
+KIND_CONSUMER = 4
 
 
 class EventLike(Protocol):
@@ -34,7 +42,7 @@ class EventLike(Protocol):
 class SpanEvent:
     name: str
     timestamp: int
-    attributes: Mapping[str, Any] = EMPTY
+    attributes: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
 
 
 @dataclass(slots=True)
@@ -43,7 +51,7 @@ class SpanView:
 
     ``attributes`` and ``resource`` are mappings of OTel attribute values (str, bool, int, float or
     sequences of them). Adapters may hand over the SDK's own mappings without copying: treat them as
-    read-only.
+    read-only. ``kind`` is one of the ``KIND_*`` constants.
     """
 
     trace_id: int
@@ -52,13 +60,13 @@ class SpanView:
     name: str
     start_ns: int
     end_ns: int
-    attributes: Mapping[str, Any] = EMPTY
+    attributes: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     events: Sequence[EventLike] = ()
     status_code: int = STATUS_UNSET
     status_message: str | None = None
     kind: int = 0
     parent_is_remote: bool = False
-    resource: Mapping[str, Any] = EMPTY
+    resource: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     scope_name: str = ""
 
     @property
