@@ -1,0 +1,295 @@
+"""Prometheus sink: verdicts as counters and histograms that alert rules and dashboards read.
+
+Metric names and labels are a public contract (``dashboards/`` depends on them). Label values are
+bounded here, not trusted to the traced application: agent and tool names come from allow-lists or
+the first N seen, check names from a fixed set; everything else is ``other``. Trace ids travel as
+exemplars (OpenMetrics exposition only), never as labels.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_app, make_wsgi_app
+from prometheus_client import start_http_server as _start_http_server
+
+from otel_traj.sinks.base import LiveViolation, Sink
+from otel_traj.sinks.prometheus_health import PipelineHealthCollector
+from otel_traj.steps import span_hex, trace_hex
+from otel_traj.verdict import Verdict
+
+OTHER = "other"
+SCOPE_CHECK = "scope"
+
+# Checks the grader can report; a name outside this set is exposed as ``other`` so that a custom or
+# misspelled check cannot grow the label set.
+CHECK_NAMES = frozenset(
+    {
+        "order",
+        "scope",
+        "repeats",
+        "recovery",
+        "side_effects",
+        "arguments",
+        "grounded",
+        "tools",
+        "budget",
+        "claims",
+        "trajectory_match",
+        "tool_selection",
+        "parameter_extraction",
+        "result_utilization",
+        "error_recovery",
+        "plan_coherence",
+        "task_completion",
+    }
+)
+
+# Agent runs range from a few hundred tokens to long tool loops of a million; steps of roughly 1.6x
+# keep histogram_quantile() within the 1.5x budget-regression threshold the alert rules use.
+TOKEN_BUCKETS = (
+    100, 250, 500, 1_000, 1_500, 2_500, 4_000, 6_000, 10_000, 15_000, 25_000, 40_000, 60_000,
+    100_000, 150_000, 250_000, 400_000, 600_000, 1_000_000,
+)  # fmt: skip
+STEP_BUCKETS = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
+DURATION_BUCKETS = (0.5, 1, 2, 3, 5, 8, 13, 20, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 1800, 3600)
+
+# Traces with a live violation whose verdict has not arrived yet; beyond this the oldest are
+# forgotten (their violations may then be counted again at export).
+MAX_PENDING_LIVE_TRACES = 10_000
+
+
+class LabelBudget:
+    """Maps raw names to a bounded set of label values.
+
+    With an allow-list, names outside it are ``other``. Without one, the first ``max_values`` distinct
+    names are kept as they are and later ones are ``other``: bounded, and stable for a process's life.
+    """
+
+    def __init__(self, allowlist: Iterable[str] | None, max_values: int) -> None:
+        if max_values < 0:
+            raise ValueError(f"max_values must be >= 0, got {max_values}")
+        self._fixed = allowlist is not None
+        self._values: set[str] = set(allowlist or ())
+        self._max = max_values
+        self._lock = threading.Lock()
+
+    def label(self, name: str) -> str:
+        if name in self._values:
+            return name
+        if self._fixed:
+            return OTHER
+        with self._lock:
+            if name in self._values:
+                return name
+            if len(self._values) < self._max:
+                self._values.add(name)
+                return name
+        return OTHER
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def _env_list(name: str) -> list[str] | None:
+    raw = os.environ.get(name, "").strip()
+    return [part.strip() for part in raw.split(",") if part.strip()] if raw else None
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+
+
+class PrometheusSink(Sink):
+    """Publishes verdicts as ``otel_traj_*`` metrics in its own ``CollectorRegistry``.
+
+    Args:
+        registry: where the metrics are registered; a fresh registry by default so the host
+            application's metrics never collide with ours.
+        tool_allowlist / agent_allowlist: the only tool / agent label values (others become
+            ``other``). Default from ``OTEL_TRAJ_PROMETHEUS_TOOLS`` / ``OTEL_TRAJ_PROMETHEUS_AGENTS``
+            (comma-separated); without one, the first ``max_tools`` / ``max_agents`` names seen.
+        max_tools / max_agents: caps without an allow-list (``OTEL_TRAJ_PROMETHEUS_MAX_TOOLS``,
+            default 50; ``OTEL_TRAJ_PROMETHEUS_MAX_AGENTS``, default 20).
+        check_names: the check label values (default: the grader's checks).
+    """
+
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        tool_allowlist: Iterable[str] | None = None,
+        agent_allowlist: Iterable[str] | None = None,
+        max_tools: int | None = None,
+        max_agents: int | None = None,
+        check_names: Iterable[str] = CHECK_NAMES,
+    ) -> None:
+        super().__init__()
+        self.registry = registry if registry is not None else CollectorRegistry()
+        if tool_allowlist is None:
+            tool_allowlist = _env_list("OTEL_TRAJ_PROMETHEUS_TOOLS")
+        if agent_allowlist is None:
+            agent_allowlist = _env_list("OTEL_TRAJ_PROMETHEUS_AGENTS")
+        if max_tools is None:
+            max_tools = _env_int("OTEL_TRAJ_PROMETHEUS_MAX_TOOLS", 50)
+        if max_agents is None:
+            max_agents = _env_int("OTEL_TRAJ_PROMETHEUS_MAX_AGENTS", 20)
+        self.tools = LabelBudget(tool_allowlist, max_tools)
+        self.agents = LabelBudget(agent_allowlist, max_agents)
+        self._check_names = frozenset(check_names)
+        self._live_lock = threading.Lock()
+        self._live_steps: dict[int, set[str]] = {}
+        self._servers: list[tuple[Any, threading.Thread]] = []
+        # Children are cached per label tuple: labels() validates and locks on every call, which
+        # dominated export() cost. Label values are bounded, so the caches are too.
+        self._children: dict[tuple[str, ...], Any] = {}
+
+        r = self.registry
+        self.trajectories = Counter(
+            "otel_traj_trajectories", "Graded trajectories by outcome.", ["agent", "outcome"], registry=r
+        )
+        self.check_results = Counter(
+            "otel_traj_check_results",
+            "Check results of graded trajectories.",
+            ["agent", "check", "status", "severity"],
+            registry=r,
+        )
+        self.scope_violations = Counter(
+            "otel_traj_scope_violations",
+            "Tool calls that touched data outside the run's subject, counted when the tool span ends.",
+            ["agent", "tool"],
+            registry=r,
+        )
+        self.tool_calls = Counter(
+            "otel_traj_tool_calls",
+            "Tool calls of graded trajectories.",
+            ["agent", "tool", "status"],
+            registry=r,
+        )
+        self.trajectory_tool_calls = Histogram(
+            "otel_traj_trajectory_tool_calls",
+            "Tool calls per trajectory.",
+            ["agent"],
+            registry=r,
+            buckets=STEP_BUCKETS,
+        )
+        self.trajectory_model_turns = Histogram(
+            "otel_traj_trajectory_model_turns",
+            "Model calls per trajectory.",
+            ["agent"],
+            registry=r,
+            buckets=STEP_BUCKETS,
+        )
+        self.trajectory_tokens = Histogram(
+            "otel_traj_trajectory_tokens",
+            "Tokens per trajectory (input, output, total).",
+            ["agent", "type"],
+            registry=r,
+            buckets=TOKEN_BUCKETS,
+        )
+        self.trajectory_duration = Histogram(
+            "otel_traj_trajectory_duration_seconds",
+            "Wall time of the agent run.",
+            ["agent"],
+            registry=r,
+            buckets=DURATION_BUCKETS,
+        )
+        r.register(PipelineHealthCollector(lambda: self.stats))
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        key = (metric._name, *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
+    def export(self, verdict: Verdict) -> None:
+        traj = verdict.trajectory
+        agent = self.agents.label(traj.agent_label)
+        exemplar = {"trace_id": traj.trace_hex}
+        child = self._child
+
+        child(self.trajectories, agent, verdict.outcome).inc(exemplar=exemplar)
+        check_names = self._check_names
+        for check in verdict.checks:
+            name = check.name if check.name in check_names else OTHER
+            counter = child(self.check_results, agent, name, check.status, check.severity)
+            counter.inc(exemplar=exemplar if check.failed else None)
+
+        tool_label = self.tools.label
+        for call in traj.tool_calls:
+            status = "unobserved" if not call.observed else "ok" if call.ok else "error"
+            child(self.tool_calls, agent, tool_label(call.name), status).inc()
+
+        child(self.trajectory_tool_calls, agent).observe(len(traj.tool_calls), exemplar)
+        child(self.trajectory_model_turns, agent).observe(len(traj.model_calls), exemplar)
+        tokens = traj.tokens
+        child(self.trajectory_tokens, agent, "input").observe(tokens.input, exemplar)
+        child(self.trajectory_tokens, agent, "output").observe(tokens.output, exemplar)
+        child(self.trajectory_tokens, agent, "total").observe(tokens.total, exemplar)
+        child(self.trajectory_duration, agent).observe(traj.duration_s, exemplar)
+
+        self._count_final_scope_violations(verdict, agent, exemplar)
+
+    def _count_final_scope_violations(self, verdict: Verdict, agent: str, exemplar: dict[str, str]) -> None:
+        traj = verdict.trajectory
+        with self._live_lock:
+            seen_live = self._live_steps.pop(traj.trace_id, set())
+        failed = [c for c in verdict.checks if c.name == SCOPE_CHECK and c.failed]
+        if not failed:
+            return
+        tools_by_step = {call.step_id or span_hex(call.span_id): call.name for call in traj.tool_calls}
+        for check in failed:
+            # A failed scope check without step ids is still one violation: paging must not depend
+            # on the check pointing at a step.
+            for step in check.steps or ("",):
+                if step and step in seen_live:
+                    continue
+                tool = self.tools.label(tools_by_step.get(step, "unknown"))
+                self._child(self.scope_violations, agent, tool).inc(exemplar=exemplar)
+
+    def on_live_violation(self, violation: LiveViolation) -> None:
+        with self._live_lock:
+            steps = self._live_steps.get(violation.trace_id)
+            if steps is None:
+                if len(self._live_steps) >= MAX_PENDING_LIVE_TRACES:
+                    del self._live_steps[next(iter(self._live_steps))]
+                steps = self._live_steps[violation.trace_id] = set()
+            elif violation.step_id in steps:
+                return
+            steps.add(violation.step_id)
+        agent = self.agents.label(violation.agent)
+        tool = self.tools.label(violation.tool)
+        exemplar = {"trace_id": trace_hex(violation.trace_id)}
+        self._child(self.scope_violations, agent, tool).inc(exemplar=exemplar)
+
+    # Serving: a standalone endpoint, or apps the host mounts on its own server.
+
+    def start_http_server(self, port: int, addr: str = "127.0.0.1") -> int:
+        """Serve ``/metrics`` (any path) on a daemon thread; port 0 picks a free one. Returns the port."""
+        server, thread = _start_http_server(port, addr, registry=self.registry)
+        self._servers.append((server, thread))
+        return int(server.server_port)
+
+    def wsgi_app(self) -> Callable[..., Any]:
+        """A WSGI app serving this sink's registry (OpenMetrics when the scraper asks for it)."""
+        return make_wsgi_app(self.registry)
+
+    def asgi_app(self) -> Callable[..., Any]:
+        """An ASGI app serving this sink's registry (OpenMetrics when the scraper asks for it)."""
+        return make_asgi_app(self.registry)
+
+    def shutdown(self) -> None:
+        servers, self._servers = self._servers, []
+        for server, thread in servers:
+            server.shutdown()
+            server.server_close()
+            thread.join()
