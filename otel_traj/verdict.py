@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from otel_traj.trajectory import Trajectory
 
@@ -15,13 +16,16 @@ Outcome = Literal["unsafe", "fail", "pass_with_warnings", "pass", "incomplete"]
 @dataclass(slots=True, frozen=True)
 class CheckResult:
     """One check's result. ``reason`` is one line a human understands without opening the trace;
-    ``steps`` are the offending step ids (span ids in 16 hex)."""
+    ``steps`` are the offending step ids (span ids in 16 hex). ``score`` is an optional partial credit in
+    [0, 1] and ``detail`` optional structured evidence (JSON-ready), for checks that have them."""
 
     name: str
     status: Status
     severity: Severity
     reason: str
     steps: tuple[str, ...] = ()
+    score: float | None = None
+    detail: Mapping[str, Any] | None = field(default=None, compare=False)
 
     @property
     def failed(self) -> bool:
