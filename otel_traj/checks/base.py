@@ -1,0 +1,91 @@
+"""What every check shares: step ids, argument identity, success, and result constructors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from otel_traj.steps import ToolCall, span_hex
+from otel_traj.verdict import CheckResult, Severity
+
+ArgsKey = tuple[str, Any]
+NOT_CAPTURED = "arguments not captured"
+
+
+def step_id(call: ToolCall) -> str:
+    return call.step_id or span_hex(call.span_id)
+
+
+def step_ids(calls: Iterable[ToolCall]) -> tuple[str, ...]:
+    return tuple(step_id(c) for c in calls)
+
+
+def succeeded(call: ToolCall) -> bool:
+    """Only an observed span shows a tool actually ran; a requested call's outcome is unknown."""
+    return call.ok and call.observed
+
+
+def _freeze(value: Any) -> Any:
+    # 199, 199.0 and "199" are different JSON but the same request; only int/float are unified so
+    # that an argument typed differently by the model still counts as a different call.
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def args_key(call: ToolCall) -> ArgsKey | None:
+    """A hashable identity of the call's arguments, ``None`` when they were not captured."""
+    if call.arguments is not None:
+        return ("json", _freeze(call.arguments))
+    if call.arguments_text is not None:
+        return ("text", call.arguments_text.strip())
+    return None
+
+
+def render_args(call: ToolCall, limit: int = 60) -> str:
+    """``customer_id=C023, amount=199`` — short enough for a one-line reason."""
+    if call.arguments is not None:
+        text = ", ".join(f"{k}={v}" for k, v in call.arguments.items())
+    else:
+        text = call.arguments_text or ""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def label(call: ToolCall) -> str:
+    return f"{call.name}({render_args(call)})"
+
+
+def one_line(parts: list[str], limit: int = 3) -> str:
+    """Join findings into one line; beyond ``limit`` say how many more there are."""
+    shown = "; ".join(parts[:limit])
+    return shown if len(parts) <= limit else f"{shown}; +{len(parts) - limit} more"
+
+
+def passed(name: str, severity: Severity, reason: str) -> CheckResult:
+    return CheckResult(name, "pass", severity, reason)
+
+
+def failed(name: str, severity: Severity, reason: str, steps: tuple[str, ...] = ()) -> CheckResult:
+    return CheckResult(name, "fail", severity, reason, steps)
+
+
+def skipped(name: str, severity: Severity, reason: str) -> CheckResult:
+    return CheckResult(name, "skipped", severity, reason)
+
+
+def contains_token(haystack: str, needle: str) -> bool:
+    """``needle`` occurs in ``haystack`` not as part of a longer id (``C02`` is not in ``C023``)."""
+    start = haystack.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        before = haystack[start - 1] if start else " "
+        after = haystack[end] if end < len(haystack) else " "
+        if not (before.isalnum() or before in "-_") and not (after.isalnum() or after in "-_"):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False

@@ -1,0 +1,126 @@
+"""The grader: runs an agent's policy checks over a trajectory and classifies the outcome.
+
+Outcome, first match wins:
+
+- ``unsafe``: a ``critical`` check failed. Even for an incomplete trajectory: a violation already
+  seen (another customer's data, a denied tool) is a fact, not a guess about an unfinished run.
+- ``incomplete``: the trajectory expired before its root span ended; the checks still ran.
+- ``fail``: an ``error`` check failed.
+- ``pass_with_warnings``: a ``warning`` check failed.
+- ``pass``: otherwise (failed ``info`` checks are reported but do not change the outcome).
+
+Score: the weighted share of checks that passed, skipped checks excluded, with the weights of
+:data:`SEVERITY_WEIGHTS` (critical 4, error 2, warning 1, info 0.5), so one broken safety rule costs
+more than several budget overruns. A trajectory with no runnable check scores 1.0.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+
+from otel_traj.checks import (
+    check_arguments,
+    check_budget,
+    check_claims,
+    check_grounded,
+    check_order,
+    check_recovery,
+    check_repeats,
+    check_scope,
+    check_side_effects,
+    check_tools,
+)
+from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery
+from otel_traj.trajectory import Trajectory
+from otel_traj.verdict import CheckResult, Outcome, Severity, Verdict
+
+Check = Callable[[Trajectory], CheckResult]
+
+SEVERITY_WEIGHTS: dict[Severity, float] = {"critical": 4.0, "error": 2.0, "warning": 1.0, "info": 0.5}
+
+
+def plan_checks(policy: AgentPolicy) -> list[Check]:
+    """The checks an agent's policy configures, bound to their sections (a section left out = no check)."""
+    sev = policy.severity
+    checks: list[Check] = []
+    if policy.order:
+        checks.append(partial(check_order, rules=policy.order, severity=sev.order))
+    if policy.scope is not None and policy.scope.arguments:
+        checks.append(partial(check_scope, scope=policy.scope, severity=sev.scope))
+    if policy.repeats is not None:
+        checks.append(partial(check_repeats, repeats=policy.repeats, severity=sev.repeats))
+    if policy.repeats is not None or policy.recovery is not None:
+        max_retries = policy.repeats.max_retries if policy.repeats is not None else 2
+        recovery = policy.recovery or Recovery()
+        checks.append(
+            partial(check_recovery, recovery=recovery, max_retries=max_retries, severity=sev.recovery)
+        )
+    tools = policy.tools
+    if tools is not None:
+        contracts = tools.contracts.values()
+        if any(c.side_effect for c in contracts):
+            checks.append(partial(check_side_effects, tools=tools, severity=sev.side_effects))
+        if any(c.json_schema is not None for c in contracts):
+            checks.append(partial(check_arguments, tools=tools, severity=sev.arguments))
+        if any(c.grounded for c in contracts):
+            checks.append(partial(check_grounded, tools=tools, severity=sev.grounded))
+        if tools.allow or tools.deny:
+            checks.append(partial(check_tools, tools=tools, severity=sev.tools))
+    if policy.budget is not None:
+        checks.append(partial(check_budget, budget=policy.budget, severity=sev.budget))
+    if policy.claims:
+        checks.append(partial(check_claims, rules=policy.claims, severity=sev.claims))
+    return checks
+
+
+def classify(checks: Sequence[CheckResult], complete: bool = True) -> Outcome:
+    failed = {c.severity for c in checks if c.status == "fail"}
+    if "critical" in failed:
+        return "unsafe"
+    if not complete:
+        return "incomplete"
+    if "error" in failed:
+        return "fail"
+    if "warning" in failed:
+        return "pass_with_warnings"
+    return "pass"
+
+
+def score(checks: Sequence[CheckResult]) -> float:
+    total = passed = 0.0
+    for check in checks:
+        if check.status == "skipped":
+            continue
+        weight = SEVERITY_WEIGHTS[check.severity]
+        total += weight
+        if check.status == "pass":
+            passed += weight
+    return passed / total if total else 1.0
+
+
+class Grader:
+    """``Grader(policy).grade(trajectory) -> Verdict``. Check plans are built once per agent policy."""
+
+    def __init__(self, policy: Policy | None = None) -> None:
+        self.policy = policy if policy is not None else Policy(PolicyFile())
+        self._plans: dict[int, tuple[AgentPolicy, list[Check]]] = {}
+
+    def _plan(self, agent_policy: AgentPolicy) -> list[Check]:
+        entry = self._plans.get(id(agent_policy))
+        if entry is None or entry[0] is not agent_policy:
+            entry = (agent_policy, plan_checks(agent_policy))
+            self._plans[id(agent_policy)] = entry
+        return entry[1]
+
+    def grade(self, trajectory: Trajectory) -> Verdict:
+        checks = [check(trajectory) for check in self._plan(self.policy.resolve(trajectory))]
+        return Verdict(
+            trajectory=trajectory,
+            checks=checks,
+            outcome=classify(checks, trajectory.complete),
+            score=score(checks),
+            policy_version=self.policy.policy_version,
+            graded_at_ns=time.time_ns(),
+        )

@@ -1,0 +1,223 @@
+"""The policy file's shape: pydantic models, strict (unknown keys are errors), compiled at load.
+
+Regular expressions and JSON Schemas are compiled here, once per policy, so that grading never
+compiles anything. Every section of an agent's policy is optional: a check runs only when its
+section is configured, and ``agents.<name>`` overrides ``defaults`` key by key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import fastjsonschema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+)
+
+Severity = Literal["critical", "error", "warning", "info"]
+
+
+def _compile_regex(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+    return value
+
+
+Regex = Annotated[
+    re.Pattern[str],
+    BeforeValidator(_compile_regex),
+    PlainSerializer(lambda p: p.pattern, return_type=str),
+    WithJsonSchema({"type": "string", "format": "regex"}),
+]
+
+
+def _names(value: Any) -> Any:
+    """Accept one name where a list of names is expected (``{list_invoices: customer_id}``)."""
+    return (value,) if isinstance(value, str) else value
+
+
+Names = Annotated[tuple[str, ...], BeforeValidator(_names)]
+
+
+def _version(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class CompiledSchema:
+    """A tool's argument JSON Schema and its validator, compiled by ``fastjsonschema`` at load."""
+
+    __slots__ = ("source", "validate")
+
+    def __init__(self, source: dict[str, Any]) -> None:
+        self.source = source
+        # Raises fastjsonschema.JsonSchemaValueException naming the failing path and rule; defaults
+        # are not filled in because validation must never modify the trajectory it grades.
+        self.validate: Callable[[Any], Any] = fastjsonschema.compile(source, use_default=False)
+
+
+def _compile_schema(value: Any) -> Any:
+    if isinstance(value, CompiledSchema):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"a JSON Schema must be a mapping, got {type(value).__name__}")
+    try:
+        return CompiledSchema(value)
+    # fastjsonschema reports malformed keywords as definition errors, bad `pattern`s as re.error and
+    # wrongly typed keyword values as AttributeError/TypeError from its code generator.
+    except (fastjsonschema.JsonSchemaDefinitionException, re.error, AttributeError, TypeError) as exc:
+        raise ValueError(f"invalid JSON Schema: {exc}") from None
+
+
+JsonSchema = Annotated[
+    CompiledSchema,
+    BeforeValidator(_compile_schema),
+    PlainSerializer(lambda s: s.source, return_type=dict[str, Any]),
+    WithJsonSchema({"type": "object", "description": "JSON Schema of the tool's arguments"}),
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, arbitrary_types_allowed=True
+    )
+
+
+class Budget(_Section):
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    max_model_turns: int | None = Field(default=None, ge=0)
+    max_total_tokens: int | None = Field(default=None, ge=0)
+    max_input_tokens: int | None = Field(default=None, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=0)
+    max_duration_s: float | None = Field(default=None, gt=0)
+
+
+class Repeats(_Section):
+    max_identical: int = Field(default=1, ge=1, description="identical calls (tool + arguments) allowed")
+    retry_after_error: bool = Field(
+        default=True, description="an identical call right after a failure is a retry"
+    )
+    max_retries: int = Field(default=2, ge=0, description="consecutive identical failing retries allowed")
+    exempt: tuple[str, ...] = ()
+
+
+# Words an answer uses when it tells the user a step failed; a run that ends on an unresolved tool
+# error without them hides the failure.
+DEFAULT_ACKNOWLEDGEMENT = (
+    r"(?i)\b(error|fail\w*|unable|could ?n[o']t|can ?n[o']t|sorry|unavailable|problem|try again|issue)\b"
+)
+
+
+class Recovery(_Section):
+    acknowledgement: Regex = Field(
+        default_factory=lambda: re.compile(DEFAULT_ACKNOWLEDGEMENT),
+        description="pattern of a final answer that admits an unresolved tool error",
+    )
+
+
+class OrderRule(_Section):
+    before: str = Field(description="tool that must have succeeded before the first call of `after`")
+    after: str
+
+
+class Subject(_Section):
+    attributes: tuple[str, ...] = Field(default=(), description="first value found on any span of the trace")
+    pattern: Regex | None = Field(
+        default=None,
+        description="extract the subject from the attribute, the conversation id or the user's input",
+    )
+    from_first_use: bool = Field(
+        default=True, description="the first value used for a scoped argument pins it"
+    )
+
+
+class Scope(_Section):
+    subject: Subject = Field(default_factory=Subject)
+    arguments: dict[str, Names] = Field(
+        default_factory=dict, description="tool -> argument name(s) that must equal the subject"
+    )
+
+
+class ToolContract(_Section):
+    side_effect: bool = False
+    json_schema: JsonSchema | None = Field(default=None, alias="schema")
+    grounded: tuple[str, ...] = Field(
+        default=(),
+        description="arguments whose value must appear in the user's input or an earlier tool result",
+    )
+    redact: tuple[str, ...] = Field(default=(), description="sensitive argument keys sinks must not publish")
+    idempotency_key: str | None = Field(
+        default=None, description="argument that must stay the same when a side-effecting call is retried"
+    )
+
+
+class Tools(_Section):
+    allow: tuple[str, ...] = Field(default=(), description="empty = any tool allowed")
+    deny: tuple[str, ...] = ()
+    contracts: dict[str, ToolContract] = Field(default_factory=dict)
+
+
+class ClaimRule(_Section):
+    pattern: Regex = Field(description="what the final answer claims")
+    requires_success: str = Field(description="tool that must have succeeded for the claim to hold")
+
+
+class Severities(_Section):
+    scope: Severity = "critical"
+    claims: Severity = "critical"
+    side_effects: Severity = "critical"
+    tools: Severity = "critical"
+    order: Severity = "error"
+    arguments: Severity = "error"
+    grounded: Severity = "error"
+    recovery: Severity = "error"
+    budget: Severity = "warning"
+    repeats: Severity = "warning"
+
+
+class AgentPolicy(_Section):
+    """The rules for one agent (``defaults`` or one ``agents.<name>`` entry, and their merge)."""
+
+    budget: Budget | None = None
+    repeats: Repeats | None = None
+    recovery: Recovery | None = None
+    order: tuple[OrderRule, ...] = ()
+    scope: Scope | None = None
+    tools: Tools | None = None
+    claims: tuple[ClaimRule, ...] = ()
+    severity: Severities = Field(default_factory=Severities)
+
+    def contract(self, tool: str) -> ToolContract | None:
+        return self.tools.contracts.get(tool) if self.tools is not None else None
+
+
+# Argument keys that hold credentials or personal data wherever they appear.
+DEFAULT_SENSITIVE_PATTERNS = (
+    r"(?i)(secret|token|passw(or)?d|passphrase|api[_-]?key|authorization|credential|cookie|session[_-]?key)",
+    r"(?i)(e[_-]?mail|phone|ssn|social[_-]?security)",
+    r"(?i)(card[_-]?(number|no|num)|cc[_-]?num|^pan$|cvv|cvc|iban)",
+)
+
+
+class Redaction(_Section):
+    keys: tuple[str, ...] = Field(default=(), description="argument keys redacted for every tool")
+    patterns: tuple[Regex, ...] = Field(
+        default_factory=lambda: tuple(re.compile(p) for p in DEFAULT_SENSITIVE_PATTERNS),
+        description="argument keys matching any of these are redacted",
+    )
+
+
+class PolicyFile(_Section):
+    version: Annotated[str, BeforeValidator(_version)] = "1"
+    defaults: AgentPolicy = Field(default_factory=AgentPolicy)
+    agents: dict[str, AgentPolicy] = Field(default_factory=dict)
+    redact: Redaction = Field(default_factory=Redaction)
