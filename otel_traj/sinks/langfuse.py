@@ -1,0 +1,326 @@
+"""LangfuseSink: trajectory scores on the very traces and observations the agent exported.
+
+``export`` runs on the pipeline worker and only turns the verdict into score requests and appends
+them to a bounded queue; one daemon thread batches and delivers them. The agent's thread never waits
+on Langfuse, and every score that is not delivered is counted (``PipelineStats.dropped`` by reason,
+``sink_errors["langfuse"]``) and reported, never dropped silently.
+
+Uses the ``langfuse`` package's typed REST client (``LangfuseAPI``), not ``Langfuse()``: the latter
+installs span processors on the host's global TracerProvider and swallows failed scores.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+from langfuse.api import LangfuseAPI
+from langfuse.api.scores.types.create_score_request import CreateScoreRequest
+
+from otel_traj.redact import Redactor
+from otel_traj.sinks.base import Sink
+from otel_traj.sinks.langfuse_scores import validate_environment, verdict_scores
+from otel_traj.sinks.langfuse_transport import API_MODES, ApiMode, ScoreTransport, WireForm
+from otel_traj.verdict import Verdict
+
+logger = logging.getLogger(__name__)
+
+SINK_NAME = "langfuse"
+DEFAULT_BASE_URL = "https://cloud.langfuse.com"
+# Reasons in ``PipelineStats.dropped`` (exported as ``otel_traj_dropped_total{reason}``).
+DROP_QUEUE_FULL = "langfuse_queue_full"
+DROP_REJECTED = "langfuse_rejected"
+DROP_RETRIES_EXHAUSTED = "langfuse_retries_exhausted"
+DROP_SHUTDOWN = "langfuse_shutdown"
+# A server asking for more than this is treated as asking for this: scores must not wait for hours.
+MAX_RETRY_AFTER_S = 300.0
+# Distinct server messages remembered for log-once and reports; a server that puts a request id in each
+# message must not grow this without bound.
+MAX_DISTINCT_MESSAGES = 100
+
+
+@dataclass(slots=True, frozen=True)
+class DeliveryReport:
+    """What happened to the scores handed to a sink (cumulative, or the difference of two reports)."""
+
+    delivered: int = 0
+    rejected: int = 0
+    dropped: int = 0
+    pending: int = 0
+    errors: tuple[str, ...] = ()
+    form: WireForm | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.rejected == 0 and self.dropped == 0 and self.pending == 0
+
+    def since(self, earlier: DeliveryReport) -> DeliveryReport:
+        return DeliveryReport(
+            delivered=self.delivered - earlier.delivered,
+            rejected=self.rejected - earlier.rejected,
+            dropped=self.dropped - earlier.dropped,
+            pending=self.pending,
+            errors=tuple(e for e in self.errors if e not in earlier.errors),
+            form=self.form,
+        )
+
+
+class LangfuseSink(Sink):
+    """Publishes each verdict as Langfuse scores (see ``otel_traj.sinks.langfuse_scores``).
+
+    Delivery tries the list form first and falls back for older servers (``api_mode="auto"``); 429,
+    5xx and network errors are retried with exponential backoff and jitter, honouring ``Retry-After``;
+    other 4xx are permanent: dropped, counted, and the server's message logged once.
+    """
+
+    def __init__(
+        self,
+        public_key: str | None = None,
+        secret_key: str | None = None,
+        base_url: str | None = None,
+        environment: str | None = None,
+        *,
+        batch_size: int = 100,
+        flush_interval: float = 1.0,
+        max_queue: int = 10_000,
+        api_mode: ApiMode = "auto",
+        timeout: float = 10.0,
+        max_retries: int = 8,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 30.0,
+        shutdown_timeout: float = 10.0,
+        redact: Callable[[str, str], bool] | Collection[str] | None = None,
+    ) -> None:
+        super().__init__()
+        public_key = public_key or os.environ.get("LANGFUSE_PUBLIC_KEY")
+        secret_key = secret_key or os.environ.get("LANGFUSE_SECRET_KEY")
+        if not public_key:
+            raise ValueError("public_key is required (argument or LANGFUSE_PUBLIC_KEY)")
+        if not secret_key:
+            raise ValueError("secret_key is required (argument or LANGFUSE_SECRET_KEY)")
+        if api_mode not in API_MODES:
+            raise ValueError(f"api_mode={api_mode!r}: expected one of {', '.join(API_MODES)}")
+        for name, value in (("batch_size", batch_size), ("max_queue", max_queue)):
+            if value < 1:
+                raise ValueError(f"{name}={value!r}: must be at least 1")
+        for name, number in (("flush_interval", flush_interval), ("timeout", timeout)):
+            if number <= 0:
+                raise ValueError(f"{name}={number!r}: must be positive")
+        self.base_url = (
+            base_url
+            or os.environ.get("LANGFUSE_BASE_URL")
+            or os.environ.get("LANGFUSE_HOST")
+            or DEFAULT_BASE_URL
+        ).rstrip("/")
+        self.environment = validate_environment(
+            environment if environment is not None else os.environ.get("LANGFUSE_TRACING_ENVIRONMENT")
+        )
+        self.batch_size = batch_size
+        self.flush_interval = flush_interval
+        self.max_queue = max_queue
+        self.max_retries = max(0, max_retries)
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.shutdown_timeout = shutdown_timeout
+        self._redactor = Redactor(redact)
+        self._api = LangfuseAPI(
+            base_url=self.base_url,
+            username=public_key,
+            password=secret_key,
+            x_langfuse_public_key=public_key,
+            x_langfuse_sdk_name="otel-traj",
+            timeout=timeout,
+        )
+        self._transport = ScoreTransport(self._api, api_mode, timeout)
+
+        self._cond = threading.Condition()
+        self._queue: deque[CreateScoreRequest] = deque(maxlen=max_queue)
+        self._queue_since = 0.0
+        self._in_flight = 0
+        self._flush_waiters = 0
+        self._closing = False
+        self._abort = False
+        self._delivered = 0
+        self._rejected = 0
+        self._dropped = 0
+        self._messages: dict[str, None] = {}
+        self._thread = threading.Thread(target=self._run, name="otel-traj-langfuse", daemon=True)
+        self._thread.start()
+
+    # -- pipeline side -------------------------------------------------------------------------------
+
+    def export(self, verdict: Verdict) -> None:
+        try:
+            scores = verdict_scores(verdict, self._redactor, self.environment)
+        except Exception:
+            logger.exception("could not build Langfuse scores for trace %s", verdict.trajectory.trace_hex)
+            self.stats.count_internal_error()
+            return
+        with self._cond:
+            if self._closing:
+                self._drop(DROP_SHUTDOWN, len(scores))
+                return
+            if not self._queue:
+                self._queue_since = time.monotonic()
+            overflow = max(0, len(self._queue) + len(scores) - self.max_queue)
+            self._queue.extend(scores)  # a full deque drops from the left: the oldest scores
+            if overflow:
+                self._drop(DROP_QUEUE_FULL, overflow)
+            if len(self._queue) >= self.batch_size:
+                self._cond.notify_all()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Deliver everything queued so far; False if the timeout passed first (delivery goes on)."""
+        with self._cond:
+            self._flush_waiters += 1
+            self._cond.notify_all()
+            try:
+                return self._cond.wait_for(self._idle, timeout=max(0, timeout_millis) / 1000)
+            finally:
+                self._flush_waiters -= 1
+
+    def shutdown(self, timeout_millis: int | None = None) -> None:
+        """Deliver what is pending within the timeout (default ``shutdown_timeout``); what is left is
+        dropped and counted."""
+        timeout = self.shutdown_timeout if timeout_millis is None else timeout_millis / 1000
+        with self._cond:
+            if self._closing:
+                return
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+        with self._cond:
+            self._abort = True
+            self._drop(DROP_SHUTDOWN, len(self._queue))
+            self._queue.clear()
+            self._cond.notify_all()
+        if not self._thread.is_alive():
+            self._api._client_wrapper.httpx_client.httpx_client.close()
+
+    def report(self) -> DeliveryReport:
+        with self._cond:
+            return DeliveryReport(
+                delivered=self._delivered,
+                rejected=self._rejected,
+                dropped=self._dropped,
+                pending=len(self._queue) + self._in_flight,
+                errors=tuple(self._messages),
+                form=self._transport.form if self._transport.detected else None,
+            )
+
+    # -- delivery thread ----------------------------------------------------------------------------
+
+    def _idle(self) -> bool:
+        return not self._queue and self._in_flight == 0
+
+    def _drop(self, reason: str, n: int) -> None:
+        """Count ``n`` lost scores. Called with ``_cond`` held."""
+        if n <= 0:
+            return
+        self._dropped += n if reason != DROP_REJECTED else 0
+        self._rejected += n if reason == DROP_REJECTED else 0
+        self.stats.count_dropped(reason, n)
+        self.stats.count_sink_error(SINK_NAME, n)
+
+    def _note(self, message: str, level: int, what: str) -> None:
+        """Log each distinct server message once."""
+        with self._cond:
+            if message in self._messages or len(self._messages) >= MAX_DISTINCT_MESSAGES:
+                return
+            self._messages[message] = None
+        logger.log(level, "Langfuse %s: %s", what, message)
+
+    def _next_batch(self) -> list[CreateScoreRequest] | None:
+        with self._cond:
+            while True:
+                if self._abort or (self._closing and not self._queue):
+                    return None
+                if self._queue:
+                    due = self._queue_since + self.flush_interval - time.monotonic()
+                    if (
+                        len(self._queue) >= self.batch_size
+                        or self._flush_waiters
+                        or self._closing
+                        or due <= 0
+                    ):
+                        batch = [self._queue.popleft() for _ in range(min(self.batch_size, len(self._queue)))]
+                        self._in_flight = len(batch)
+                        return batch
+                    self._cond.wait(due)
+                else:
+                    self._cond.wait()
+
+    def _run(self) -> None:
+        while (batch := self._next_batch()) is not None:
+            try:
+                self._deliver(batch)
+            except Exception:
+                logger.exception("Langfuse delivery failed")
+                self.stats.count_internal_error()
+                with self._cond:
+                    self._drop(DROP_RETRIES_EXHAUSTED, self._in_flight)
+            finally:
+                with self._cond:
+                    self._in_flight = 0
+                    self._cond.notify_all()
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        delay = min(self.backoff_max, self.backoff_initial * 2.0**attempt) * random.uniform(0.5, 1.0)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, MAX_RETRY_AFTER_S))
+        return delay
+
+    def _deliver(self, batch: list[CreateScoreRequest]) -> None:
+        pending = batch
+        attempt = 0
+        while pending:
+            result = self._transport.send(pending)
+            for message in dict.fromkeys(result.rejected):
+                self._note(message, logging.WARNING, "rejected scores (not retried)")
+            if result.transient_error:
+                self._note(result.transient_error, logging.INFO, "delivery failed, retrying")
+            with self._cond:
+                self._delivered += result.delivered
+                self._drop(DROP_REJECTED, len(result.rejected))
+                self._in_flight = len(result.retry)
+                pending = result.retry
+                if not pending:
+                    return
+                if self._abort or attempt >= self.max_retries:
+                    reason = DROP_SHUTDOWN if self._abort else DROP_RETRIES_EXHAUSTED
+                    self._drop(reason, len(pending))
+                    logger.warning("Langfuse: gave up on %d scores (%s)", len(pending), reason)
+                    return
+                self._cond.wait_for(lambda: self._abort, timeout=self._backoff(attempt, result.retry_after))
+            attempt += 1
+
+
+def send_verdicts(
+    verdicts: Iterable[Verdict], sink: LangfuseSink | None = None, timeout: float = 30.0
+) -> DeliveryReport:
+    """Publish offline verdicts (``otel-traj grade --langfuse``) and wait up to ``timeout`` seconds.
+
+    With no ``sink`` one is configured from the environment and shut down afterwards.
+    """
+    own = sink is None
+    active = sink if sink is not None else LangfuseSink()
+    deadline = time.monotonic() + timeout
+    before = active.report()
+    for verdict in verdicts:
+        # Offline input can exceed the queue: wait for room rather than drop the oldest scores.
+        if active.report().pending >= active.max_queue // 2:
+            active.force_flush(int(max(0.0, deadline - time.monotonic()) * 1000))
+        active.export(verdict)
+    active.force_flush(int(max(0.0, deadline - time.monotonic()) * 1000))
+    if own:
+        active.shutdown(timeout_millis=int(max(0.0, deadline - time.monotonic()) * 1000))
+    return active.report().since(before)
+
+
+__all__ = ["DeliveryReport", "LangfuseSink", "send_verdicts"]

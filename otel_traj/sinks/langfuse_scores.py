@@ -1,0 +1,143 @@
+"""Verdict -> Langfuse score requests (pure: no I/O).
+
+Every score is built with the ``langfuse`` package's own ``CreateScoreRequest`` model, so a field the
+API does not know fails here rather than on the server. Ids are derived from (trace id, observation
+id, score name) and the timestamp is the trajectory's end: Langfuse overwrites a score re-sent with the
+same id, name and timestamp date, so retries and re-grades update instead of duplicating.
+
+Skipped checks (for example an argument check when content capture is off) send no BOOLEAN score: 0
+would read as a failure and 1 as a pass. They are listed in the ``traj.outcome`` score's metadata.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import uuid
+from typing import Any
+
+from langfuse.api.commons.types.score_data_type import ScoreDataType
+from langfuse.api.scores.types.create_score_request import CreateScoreRequest
+
+from otel_traj.redact import Redactor
+from otel_traj.verdict import Verdict
+
+SCORE_PREFIX = "traj."
+# Fixed namespace: the same (trace, observation, name) gives the same id in every process and release.
+SCORE_ID_NAMESPACE = uuid.UUID("6f1d7c2e-5b0a-4c8e-9d3f-2a7e1b4c8d90")
+# Langfuse stores long comments, but a score comment is read in a table cell.
+MAX_COMMENT_CHARS = 1000
+# Constructed by value: the generated enum's members type-check as plain str.
+BOOLEAN = ScoreDataType("BOOLEAN")
+NUMERIC = ScoreDataType("NUMERIC")
+CATEGORICAL = ScoreDataType("CATEGORICAL")
+_ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
+
+
+def validate_environment(environment: str | None) -> str | None:
+    """Langfuse accepts lowercase alphanumerics, '-' and '_', at most 40 chars, not 'langfuse*'."""
+    if environment is None or environment == "":
+        return None
+    if not _ENVIRONMENT.match(environment):
+        raise ValueError(
+            f"environment={environment!r}: Langfuse environments are lowercase letters, digits, '-' "
+            "and '_' (at most 40 characters) and must not start with 'langfuse'"
+        )
+    return environment
+
+
+def score_id(trace_id: str, observation_id: str | None, name: str) -> str:
+    return str(uuid.uuid5(SCORE_ID_NAMESPACE, f"{trace_id}/{observation_id or ''}/{name}"))
+
+
+def score_timestamp(verdict: Verdict) -> dt.datetime:
+    """The trajectory's end: stable across retries and re-grades, unlike the grading time."""
+    traj = verdict.trajectory
+    ns = traj.end_ns or traj.start_ns or verdict.graded_at_ns
+    return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC)
+
+
+def _comment(text: str | None, redactor: Redactor, secrets: list[str]) -> str | None:
+    if not text:
+        return None
+    cleaned = redactor.clean(text, secrets)
+    return cleaned if len(cleaned) <= MAX_COMMENT_CHARS else cleaned[: MAX_COMMENT_CHARS - 1] + "…"
+
+
+def _outcome_comment(verdict: Verdict) -> str:
+    failed = verdict.failed_checks
+    if not failed:
+        return f"{verdict.outcome}: all {len(verdict.checks)} checks passed"
+    names = ", ".join(c.name for c in failed)
+    return f"{verdict.outcome}: {len(failed)} of {len(verdict.checks)} checks failed ({names})"
+
+
+def verdict_scores(
+    verdict: Verdict, redactor: Redactor, environment: str | None = None
+) -> list[CreateScoreRequest]:
+    """The scores one verdict publishes: one BOOLEAN per check that ran, the NUMERIC score and the
+    CATEGORICAL outcome on the trace, and each failing check again on every offending observation."""
+    traj = verdict.trajectory
+    trace_id = traj.trace_hex
+    timestamp = score_timestamp(verdict)
+    secrets = redactor.secret_values(traj)
+    base_metadata: dict[str, Any] = {
+        "policy_version": verdict.policy_version,
+        "agent": traj.agent_label,
+        "service_version": traj.service_version,
+    }
+
+    def make(
+        name: str,
+        value: float | str,
+        data_type: ScoreDataType,
+        comment: str | None,
+        observation_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> CreateScoreRequest:
+        metadata = dict(base_metadata)
+        if extra:
+            metadata.update(extra)
+        optional: dict[str, Any] = {
+            "observation_id": observation_id,
+            "comment": _comment(comment, redactor, secrets),
+            "environment": environment,
+        }
+        # Unset rather than null: older servers reject explicit nulls on some fields.
+        return CreateScoreRequest(
+            id=score_id(trace_id, observation_id, name),
+            trace_id=trace_id,
+            name=name,
+            value=value,
+            data_type=data_type,
+            metadata=metadata,
+            timestamp=timestamp,
+            **{k: v for k, v in optional.items() if v is not None},
+        )
+
+    scores: list[CreateScoreRequest] = []
+    for check in verdict.checks:
+        if check.status == "skipped":
+            continue
+        name = SCORE_PREFIX + check.name
+        extra = {"severity": check.severity}
+        value = 0.0 if check.failed else 1.0
+        scores.append(make(name, value, BOOLEAN, check.reason, extra=extra))
+        if check.failed:
+            for step in dict.fromkeys(check.steps):
+                scores.append(make(name, value, BOOLEAN, check.reason, step, extra))
+    scores.append(make(SCORE_PREFIX + "score", float(verdict.score), NUMERIC, None))
+    skipped = [c.name for c in verdict.checks if c.status == "skipped"]
+    outcome_extra: dict[str, Any] = {"complete": traj.complete}
+    if skipped:
+        outcome_extra["skipped_checks"] = skipped
+    scores.append(
+        make(
+            SCORE_PREFIX + "outcome",
+            verdict.outcome,
+            CATEGORICAL,
+            _outcome_comment(verdict),
+            extra=outcome_extra,
+        )
+    )
+    return scores
