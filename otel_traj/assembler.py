@@ -1,0 +1,242 @@
+"""Per-trace buffers: collect the steps of each trace and decide when its trajectory is complete.
+
+Two ways to learn that a trace is done:
+
+* in-process (``track_starts=True``): the processor reports every span start and end, so a trace is
+  complete once its local root has ended and no span of it is still open;
+* received spans (service, files): only ended spans arrive, so a trace is complete once its root has
+  arrived and no span points at a parent that has not arrived.
+
+Either way a short grace period follows, and a trace whose root never ends expires after the TTL and
+is emitted marked incomplete. All state is guarded by one lock; the hot-path methods do a few dict
+operations under it and nothing else.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_traj.builder import TraceContext
+from otel_traj.config import AssemblerConfig
+from otel_traj.stats import PipelineStats
+from otel_traj.steps import Step, ToolCall
+
+
+@dataclass(slots=True)
+class _Buffer:
+    context: TraceContext
+    created: float
+    steps: list[Step] = field(default_factory=list)
+    # Earliest-start value per captured attribute, so arrival order never changes the result.
+    captured_at: dict[str, int] = field(default_factory=dict)
+    root_ended: bool = False
+    has_steps: bool = False
+    ready_at: float | None = None
+    seen: set[int] = field(default_factory=set)
+    parents: set[int] = field(default_factory=set)
+    live_cursor: int = 0
+
+
+@dataclass(slots=True)
+class Finished:
+    """A trace handed over for building and grading."""
+
+    context: TraceContext
+    steps: list[Step]
+    complete: bool
+
+
+class Assembler:
+    def __init__(
+        self,
+        config: AssemblerConfig | None = None,
+        stats: PipelineStats | None = None,
+        track_starts: bool = False,
+    ) -> None:
+        self.config = config or AssemblerConfig()
+        self.stats = stats or PipelineStats()
+        self.track_starts = track_starts
+        self._lock = threading.Lock()
+        self._open: dict[int, int] = {}
+        self._buffers: dict[int, _Buffer] = {}
+        self._done: OrderedDict[int, None] = OrderedDict()
+        self._live_dirty: set[int] = set()
+        # Span counts are written under this assembler's lock only, never the stats lock: no race.
+        self._spans = self.stats.spans
+
+    # -- hot path -------------------------------------------------------------------------------
+
+    def span_started(self, trace_id: int) -> None:
+        with self._lock:
+            self._open[trace_id] = self._open.get(trace_id, 0) + 1
+
+    def span_ended_untracked(self, trace_id: int, result: str = "ignored") -> None:
+        """A span that carries nothing for us (or that we could not read: ``malformed``) ended: only
+        the open-span count changes."""
+        with self._lock:
+            self._spans[result] = self._spans.get(result, 0) + 1
+            self._close(trace_id)
+            buf = self._buffers.get(trace_id)
+            if buf is not None and buf.root_ended and trace_id not in self._open:
+                buf.ready_at = time.monotonic() + self.config.grace_s
+
+    def add(
+        self,
+        trace_id: int,
+        span_id: int,
+        parent_id: int | None,
+        is_root: bool,
+        start_ns: int,
+        end_ns: int,
+        step: Step | None,
+        attributes: Mapping[str, Any],
+        resource: Mapping[str, Any],
+    ) -> bool:
+        """Record one ended span. Returns False when the span arrived after its trace was graded."""
+        captured = [(k, attributes[k]) for k in self.config.capture_attributes if k in attributes]
+        with self._lock:
+            if self.track_starts:
+                self._close(trace_id)
+            if trace_id in self._done:
+                self._spans["late"] += 1
+                return False
+            buf = self._buffers.get(trace_id)
+            if buf is None:
+                # In-process, a span with nothing for us opens no buffer (a root ending first means
+                # the trace had no GenAI step). Received spans always do: children may come later.
+                if step is None and self.track_starts and (is_root or not captured):
+                    self._spans["ignored"] += 1
+                    return True
+                buf = self._new_buffer(trace_id, resource)
+            self._spans["accepted" if step is not None else "ignored"] += 1
+            self._record(buf, span_id, parent_id, is_root, start_ns, end_ns, step, captured)
+            return True
+
+    # -- internals (lock held) ------------------------------------------------------------------
+
+    def _close(self, trace_id: int) -> None:
+        left = self._open.get(trace_id, 0) - 1
+        if left > 0:
+            self._open[trace_id] = left
+        else:
+            self._open.pop(trace_id, None)
+
+    def _new_buffer(self, trace_id: int, resource: Mapping[str, Any]) -> _Buffer:
+        if len(self._buffers) >= self.config.max_traces:
+            self._evict_oldest()
+        ctx = TraceContext(
+            trace_id=trace_id,
+            service_name=_str(resource.get("service.name")),
+            service_version=_str(resource.get("service.version")),
+        )
+        buf = _Buffer(context=ctx, created=time.monotonic())
+        self._buffers[trace_id] = buf
+        self.stats.traces_in_flight = len(self._buffers)
+        return buf
+
+    def _evict_oldest(self) -> None:
+        oldest = min(self._buffers.values(), key=lambda b: b.created)
+        oldest.ready_at = 0.0
+        self.stats.count_dropped("max_traces")
+
+    def _record(
+        self,
+        buf: _Buffer,
+        span_id: int,
+        parent_id: int | None,
+        is_root: bool,
+        start_ns: int,
+        end_ns: int,
+        step: Step | None,
+        captured: list[tuple[str, Any]],
+    ) -> None:
+        ctx = buf.context
+        if start_ns and (not ctx.start_ns or start_ns < ctx.start_ns):
+            ctx.start_ns = start_ns
+        ctx.end_ns = max(ctx.end_ns, end_ns)
+        for key, value in captured:
+            if key not in buf.captured_at or start_ns < buf.captured_at[key]:
+                buf.captured_at[key] = start_ns
+                ctx.attributes[key] = value
+        if is_root:
+            buf.root_ended = True
+            ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = span_id, start_ns, end_ns
+        if not self.track_starts:
+            buf.seen.add(span_id)
+            buf.parents.discard(span_id)
+            if parent_id is not None and not is_root and parent_id not in buf.seen:
+                buf.parents.add(parent_id)
+        if step is not None:
+            if len(buf.steps) >= self.config.max_steps:
+                ctx.dropped_steps += 1
+                self.stats.count_dropped("max_steps")
+            else:
+                buf.steps.append(step)
+                buf.has_steps = True
+                if isinstance(step, ToolCall):
+                    self._live_dirty.add(ctx.trace_id)
+        if self._looks_complete(buf):
+            buf.ready_at = time.monotonic() + self.config.grace_s
+
+    def _looks_complete(self, buf: _Buffer) -> bool:
+        if not buf.root_ended:
+            return False
+        if self.track_starts:
+            return buf.context.trace_id not in self._open
+        return not buf.parents
+
+    # -- worker side ----------------------------------------------------------------------------
+
+    def pop_ready(self, flush: bool = False, expire_all: bool = False) -> list[Finished]:
+        """Traces ready to grade. ``flush`` ignores the grace period of complete traces;
+        ``expire_all`` also hands over every unfinished trace, marked incomplete (shutdown)."""
+        now = time.monotonic()
+        ttl = self.config.ttl_s
+        out: list[Finished] = []
+        with self._lock:
+            for trace_id, buf in list(self._buffers.items()):
+                complete = self._looks_complete(buf)
+                ready = buf.ready_at is not None and (flush or buf.ready_at <= now) and complete
+                expired = now - buf.created >= ttl or buf.ready_at == 0.0 or expire_all
+                if not (ready or expired):
+                    continue
+                del self._buffers[trace_id]
+                self._live_dirty.discard(trace_id)
+                self._remember_done(trace_id)
+                if buf.has_steps:
+                    out.append(Finished(buf.context, buf.steps, complete))
+            self.stats.traces_in_flight = len(self._buffers)
+        return out
+
+    def take_new_tool_calls(self) -> list[tuple[TraceContext, list[ToolCall]]]:
+        """Tool calls that ended since the last call, per trace, for checks that must not wait for
+        the run to finish (scope violations page immediately)."""
+        out: list[tuple[TraceContext, list[ToolCall]]] = []
+        with self._lock:
+            for trace_id in self._live_dirty:
+                buf = self._buffers.get(trace_id)
+                if buf is None:
+                    continue
+                new = [s for s in buf.steps[buf.live_cursor :] if isinstance(s, ToolCall)]
+                buf.live_cursor = len(buf.steps)
+                out.append((buf.context, new))
+            self._live_dirty.clear()
+        return out
+
+    def _remember_done(self, trace_id: int) -> None:
+        self._done[trace_id] = None
+        if len(self._done) > self.config.late_memory:
+            self._done.popitem(last=False)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._buffers)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,184 @@
+"""The shared back half of every front door: assembler -> builder -> grader -> sinks.
+
+One background worker drains finished traces from the assembler, builds and grades them, and hands the
+verdicts to the sinks and callbacks. Neither the application's threads nor the receiver's ever build,
+grade or export: they only add spans to the assembler.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from otel_traj.assembler import Assembler, Finished
+from otel_traj.builder import TraceContext, build_trajectory
+from otel_traj.config import AssemblerConfig
+from otel_traj.sinks.base import LiveViolation, Sink
+from otel_traj.stats import PipelineStats
+from otel_traj.steps import ToolCall
+from otel_traj.trajectory import Trajectory
+from otel_traj.verdict import CheckResult, Verdict
+
+logger = logging.getLogger("otel_traj")
+
+GradeFn = Callable[[Trajectory], Verdict]
+VerdictCallback = Callable[[Verdict], None]
+
+
+class LiveChecker(Protocol):
+    """Checks that run per tool call while its trace is still open (scope: page immediately)."""
+
+    def observe(self, call: ToolCall, context: TraceContext) -> CheckResult | None: ...
+
+
+LiveFactory = Callable[[TraceContext], LiveChecker | None]
+
+
+def ungraded(trajectory: Trajectory) -> Verdict:
+    """The verdict when no policy is configured: the trajectory only, no checks."""
+    return Verdict(trajectory=trajectory, outcome="pass" if trajectory.complete else "incomplete")
+
+
+class Pipeline:
+    def __init__(
+        self,
+        grade: GradeFn | None = None,
+        sinks: Iterable[Sink] = (),
+        callbacks: Iterable[VerdictCallback] = (),
+        config: AssemblerConfig | None = None,
+        stats: PipelineStats | None = None,
+        track_starts: bool = False,
+        live: LiveFactory | None = None,
+        tick_s: float = 0.05,
+    ) -> None:
+        self.stats = stats or PipelineStats()
+        self.assembler = Assembler(config, self.stats, track_starts=track_starts)
+        self._grade = grade or ungraded
+        self._live = live
+        self._live_checkers: dict[int, LiveChecker | None] = {}
+        self.sinks = list(sinks)
+        for sink in self.sinks:
+            sink.attach(self.stats)
+        self._callbacks = list(callbacks)
+        self._tick = tick_s
+        self._wake = threading.Event()
+        self._work_lock = threading.Lock()
+        self._stopping = False
+        self._worker = threading.Thread(target=self._run, name="otel-traj-worker", daemon=True)
+        self._worker.start()
+
+    def add_callback(self, callback: VerdictCallback) -> None:
+        self._callbacks.append(callback)
+
+    def add_sink(self, sink: Sink) -> None:
+        sink.attach(self.stats)
+        self.sinks.append(sink)
+
+    # -- worker ---------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.wait(self._tick)
+            self._wake.clear()
+            self.process()
+
+    def process(self, flush: bool = False, expire_all: bool = False) -> int:
+        """Grade what is ready; returns how many verdicts were produced. Safe from any thread."""
+        with self._work_lock:
+            try:
+                if self._live is not None:
+                    self._check_live()
+                finished = self.assembler.pop_ready(flush=flush, expire_all=expire_all)
+                for item in finished:
+                    self._finish(item)
+                return len(finished)
+            except Exception:
+                self.stats.count_internal_error()
+                logger.exception("otel-traj worker failed")
+                return 0
+
+    def _check_live(self) -> None:
+        assert self._live is not None
+        for context, calls in self.assembler.take_new_tool_calls():
+            if context.trace_id not in self._live_checkers:
+                self._live_checkers[context.trace_id] = self._live(context)
+            checker = self._live_checkers[context.trace_id]
+            if checker is None:
+                continue
+            for call in calls:
+                result = checker.observe(call, context)
+                if result is not None:
+                    self._emit_live(context, call, result)
+
+    def _emit_live(self, context: TraceContext, call: ToolCall, result: CheckResult) -> None:
+        violation = LiveViolation(
+            trace_id=context.trace_id,
+            agent=context.service_name or "unknown",
+            tool=call.name,
+            step_id=call.step_id or f"{call.span_id:016x}",
+            result=result,
+        )
+        for sink in self.sinks:
+            try:
+                sink.on_live_violation(violation)
+            except Exception:
+                self.stats.count_sink_error(type(sink).__name__)
+                logger.exception("sink %s failed on a live violation", type(sink).__name__)
+
+    def _finish(self, item: Finished) -> None:
+        self._live_checkers.pop(item.context.trace_id, None)
+        trajectory = build_trajectory(item.context, item.steps, complete=item.complete)
+        verdict = self._grade(trajectory)
+        verdict.graded_at_ns = time.time_ns()
+        for callback in self._callbacks:
+            try:
+                callback(verdict)
+            except Exception:
+                self.stats.count_internal_error()
+                logger.exception("verdict callback failed")
+        for sink in self.sinks:
+            try:
+                sink.export(verdict)
+            except Exception:
+                self.stats.count_sink_error(type(sink).__name__)
+                logger.exception("sink %s failed", type(sink).__name__)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Grade every trace that is complete now (without waiting for the grace period) and flush
+        the sinks within the timeout."""
+        deadline = time.monotonic() + timeout_millis / 1000
+        self.process(flush=True)
+        return self._flush_sinks(deadline)
+
+    def _flush_sinks(self, deadline: float) -> bool:
+        ok = True
+        for sink in self.sinks:
+            left_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            try:
+                ok = sink.force_flush(left_ms) and ok
+            except Exception:
+                self.stats.count_sink_error(type(sink).__name__)
+                ok = False
+        return ok
+
+    def shutdown(self, timeout_millis: int = 30_000) -> None:
+        """Stop the worker, grade everything still buffered (unfinished traces marked incomplete),
+        then flush and shut down the sinks."""
+        if self._stopping:
+            return
+        deadline = time.monotonic() + timeout_millis / 1000
+        self._stopping = True
+        self._wake.set()
+        self._worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        self.process(flush=True, expire_all=True)
+        self._flush_sinks(deadline)
+        for sink in self.sinks:
+            try:
+                sink.shutdown()
+            except Exception:
+                self.stats.count_sink_error(type(sink).__name__)

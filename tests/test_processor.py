@@ -1,0 +1,202 @@
+"""The in-process front door: TrajectoryProcessor on a real TracerProvider."""
+
+from __future__ import annotations
+
+import threading
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+
+from otel_traj.adapters.otlp_proto import views_from_bytes
+from otel_traj.config import AssemblerConfig
+from otel_traj.offline import trajectories_from_views
+from otel_traj.processor import TrajectoryProcessor
+from otel_traj.sampling import RecordAllSampler
+from otel_traj.serialize import trajectory_to_dict
+from otel_traj.verdict import Verdict
+from tests.semconv_agent import Call, Run, Turn, clean_refund, emit
+
+RESOURCE = Resource.create({"service.name": "support-svc", "service.version": "2.1.0"})
+
+
+class Harness:
+    def __init__(self, config: AssemblerConfig | None = None, sampler=None) -> None:
+        self.verdicts: list[Verdict] = []
+        self.exporter = InMemorySpanExporter()
+        self.processor = TrajectoryProcessor(
+            on_verdict=self.verdicts.append, config=config or AssemblerConfig(grace_s=60, ttl_s=600)
+        )
+        kwargs = {"sampler": sampler} if sampler is not None else {}
+        self.provider = TracerProvider(resource=RESOURCE, **kwargs)
+        self.provider.add_span_processor(self.processor)
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.tracer = self.provider.get_tracer("test")
+
+    def flush(self) -> list[Verdict]:
+        assert self.processor.force_flush(5000)
+        return self.verdicts
+
+
+def test_clean_run_is_rebuilt_exactly() -> None:
+    h = Harness()
+    trace_id = emit(h.tracer, clean_refund())
+    [verdict] = h.flush()
+    t = verdict.trajectory
+    assert t.trace_id == trace_id
+    assert t.agent == "support_agent"
+    assert (t.service_name, t.service_version) == ("support-svc", "2.1.0")
+    assert t.conversation_id == "conv-clean"
+    assert [c.name for c in t.tool_calls] == [
+        "get_subscription",
+        "list_invoices",
+        "check_payment",
+        "create_refund_request",
+    ]
+    assert [c.parallel for c in t.tool_calls] == [True, True, False, False]
+    assert [c.ok for c in t.tool_calls] == [True, True, False, True]
+    assert t.tool_calls[2].error_message == "payment gateway timeout"
+    assert t.tool_calls[3].arguments == {"invoice_id": "INV-1002", "amount_yuan": 199, "reason": "duplicate charge"}
+    assert t.model_turns == 4
+    assert (t.tokens.input, t.tokens.output) == (400, 40)
+    assert t.final_answer == "Your refund for INV-1002 has been submitted (RF-5001)."
+    assert t.user_input is not None and t.user_input.startswith("Customer C023")
+    assert t.attributes["app.customer_id"] == "C023"
+    assert t.complete
+
+
+def test_in_process_equals_offline_on_the_exported_spans() -> None:
+    h = Harness()
+    emit(h.tracer, clean_refund())
+    [verdict] = h.flush()
+    views = views_from_bytes(encode_spans(h.exporter.get_finished_spans()).SerializeToString())
+    [offline] = trajectories_from_views(views)
+    assert trajectory_to_dict(offline) == trajectory_to_dict(verdict.trajectory)
+
+
+def test_non_genai_traces_are_ignored_and_counted() -> None:
+    h = Harness()
+    with h.tracer.start_as_current_span("GET /health", attributes={"http.method": "GET"}):
+        with h.tracer.start_as_current_span("SELECT users", attributes={"db.system": "sqlite"}):
+            pass
+    assert h.flush() == []
+    assert h.processor.stats.spans["ignored"] == 2
+    assert h.processor.pipeline.assembler.in_flight == 0
+
+
+def test_trace_waits_for_open_spans_then_completes() -> None:
+    h = Harness()
+    root = h.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+    ctx = set_span_in_context(root)
+    straggler = h.tracer.start_span("background work", context=ctx)
+    tool = h.tracer.start_span(
+        "execute_tool t", context=ctx, attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
+    )
+    tool.end()
+    root.end()
+    assert h.flush() == [], "a span of the trace is still open"
+    straggler.end()
+    [verdict] = h.flush()
+    assert [c.name for c in verdict.trajectory.tool_calls] == ["t"]
+    assert verdict.trajectory.complete
+
+
+def test_root_that_never_ends_expires_as_incomplete() -> None:
+    h = Harness(AssemblerConfig(grace_s=0, ttl_s=0))
+    root = h.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+    ctx = set_span_in_context(root)
+    h.tracer.start_span(
+        "execute_tool t", context=ctx, attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
+    ).end()
+    [verdict] = h.flush()
+    assert not verdict.trajectory.complete
+    assert verdict.outcome == "incomplete"
+    root.end()
+    assert h.flush() == [verdict]
+    assert h.processor.stats.spans["late"] == 1, "a span after the verdict is counted as late"
+
+
+def test_shutdown_grades_unfinished_traces_as_incomplete() -> None:
+    h = Harness()
+    root = h.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
+    h.tracer.start_span(
+        "execute_tool t",
+        context=set_span_in_context(root),
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"},
+    ).end()
+    h.provider.shutdown()
+    [verdict] = h.verdicts
+    assert not verdict.trajectory.complete
+
+
+def test_remote_parent_makes_a_local_root() -> None:
+    h = Harness()
+    remote = SpanContext(trace_id=0xABC, span_id=0xDEF, is_remote=True, trace_flags=TraceFlags(1))
+    ctx = set_span_in_context(NonRecordingSpan(remote))
+    emit_ctx_root = h.tracer.start_span("handle", context=ctx)
+    h.tracer.start_span(
+        "execute_tool t",
+        context=set_span_in_context(emit_ctx_root),
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"},
+    ).end()
+    emit_ctx_root.end()
+    [verdict] = h.flush()
+    assert verdict.trajectory.trace_id == 0xABC
+    assert verdict.trajectory.root_span_id == emit_ctx_root.get_span_context().span_id
+
+
+def test_step_cap_drops_and_counts() -> None:
+    h = Harness(AssemblerConfig(grace_s=60, ttl_s=600, max_steps=3))
+    run = Run(user="hi", turns=[Turn(calls=[Call("lookup", {"q": i}, i)]) for i in range(3)] + [Turn(text="done")])
+    emit(h.tracer, run)
+    [verdict] = h.flush()
+    assert len(verdict.trajectory.tool_calls) + verdict.trajectory.model_turns == 3
+    assert verdict.trajectory.dropped_steps == 5
+    assert h.processor.stats.dropped["max_steps"] == 5
+
+
+def test_trace_cap_evicts_oldest_as_incomplete() -> None:
+    h = Harness(AssemblerConfig(grace_s=60, ttl_s=600, max_traces=2))
+    roots = []
+    for i in range(3):
+        root = h.tracer.start_span(f"invoke_agent a{i}", attributes={"gen_ai.operation.name": "invoke_agent"})
+        h.tracer.start_span(
+            "execute_tool t",
+            context=set_span_in_context(root),
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"t{i}"},
+        ).end()
+        roots.append(root)
+    [evicted] = h.flush()
+    assert [c.name for c in evicted.trajectory.tool_calls] == ["t0"]
+    assert not evicted.trajectory.complete
+    assert h.processor.stats.dropped["max_traces"] == 1
+    assert h.processor.pipeline.assembler.in_flight == 2
+
+
+def test_record_all_sampler_grades_every_run_and_exports_a_sample() -> None:
+    h = Harness(sampler=RecordAllSampler(0.0))
+    for i in range(5):
+        emit(h.tracer, clean_refund(f"conv-{i}"))
+    assert len(h.flush()) == 5
+    assert h.exporter.get_finished_spans() == ()
+
+
+def test_concurrent_runs_from_threads_are_kept_apart() -> None:
+    h = Harness()
+
+    def worker(i: int) -> None:
+        for j in range(10):
+            emit(h.tracer, clean_refund(f"conv-{i}-{j}"))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    verdicts = h.flush()
+    assert len(verdicts) == 40
+    assert {len(v.trajectory.tool_calls) for v in verdicts} == {4}
+    assert len({v.trajectory.conversation_id for v in verdicts}) == 40
