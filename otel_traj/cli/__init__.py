@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("grade",)
+COMMANDS = ("grade", "policy")
 
 
 def build_parser() -> argparse.ArgumentParser:

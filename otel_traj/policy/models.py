@@ -46,7 +46,11 @@ def _names(value: Any) -> Any:
     return (value,) if isinstance(value, str) else value
 
 
-Names = Annotated[tuple[str, ...], BeforeValidator(_names)]
+Names = Annotated[
+    tuple[str, ...],
+    BeforeValidator(_names),
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}),
+]
 
 
 def _version(value: Any) -> Any:
@@ -217,7 +221,7 @@ class Redaction(_Section):
 
 
 class PolicyFile(_Section):
-    version: Annotated[str, BeforeValidator(_version)] = "1"
+    version: Annotated[str, BeforeValidator(_version), WithJsonSchema({"type": ["integer", "string"]})] = "1"
     defaults: AgentPolicy = Field(default_factory=AgentPolicy)
     agents: dict[str, AgentPolicy] = Field(default_factory=dict)
     redact: Redaction = Field(default_factory=Redaction)

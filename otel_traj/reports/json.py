@@ -1,0 +1,13 @@
+"""JSON report: the list of ``verdict_to_dict`` objects (trajectory fields + outcome, score, checks)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from otel_traj.serialize import verdict_to_dict
+from otel_traj.verdict import Verdict
+
+
+def render_json(verdicts: Sequence[Verdict]) -> str:
+    return json.dumps([verdict_to_dict(v) for v in verdicts], indent=2, ensure_ascii=False) + "\n"
