@@ -14,6 +14,7 @@ operations under it and nothing else.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -40,6 +41,8 @@ class _Buffer:
     seen: set[int] = field(default_factory=set)
     parents: set[int] = field(default_factory=set)
     live_cursor: int = 0
+    # Run metadata as JSON text (pydantic-ai, OpenInference ``metadata``), parsed off the hot path.
+    metadata: str | None = None
 
 
 @dataclass(slots=True)
@@ -66,6 +69,11 @@ class Assembler:
         self._buffers: dict[int, _Buffer] = {}
         self._done: OrderedDict[int, None] = OrderedDict()
         self._live_dirty: set[int] = set()
+        # Captured keys, also as Traceloop association properties (run metadata lands there).
+        self._capture_as = {k: k for k in self.config.capture_attributes} | {
+            f"traceloop.association.properties.{k}": k for k in self.config.capture_attributes
+        }
+        self._capture = frozenset(self._capture_as)
         # Span counts are written under this assembler's lock only, never the stats lock: no race.
         self._spans = self.stats.spans
 
@@ -74,6 +82,9 @@ class Assembler:
     def span_started(self, trace_id: int) -> None:
         with self._lock:
             self._open[trace_id] = self._open.get(trace_id, 0) + 1
+
+    def captures_nothing(self, attributes: Mapping[str, Any]) -> bool:
+        return attributes.keys().isdisjoint(self._capture)
 
     def span_ended_untracked(self, trace_id: int, result: str = "ignored") -> None:
         """A span that carries nothing for us (or that we could not read: ``malformed``) ended: only
@@ -98,7 +109,11 @@ class Assembler:
         resource: Mapping[str, Any],
     ) -> bool:
         """Record one ended span. Returns False when the span arrived after its trace was graded."""
-        captured = [(k, attributes[k]) for k in self.config.capture_attributes if k in attributes]
+        captured = (
+            []
+            if attributes.keys().isdisjoint(self._capture)
+            else [(self._capture_as[k], attributes[k]) for k in attributes.keys() & self._capture]
+        )
         with self._lock:
             if self.track_starts:
                 self._close(trace_id)
@@ -115,6 +130,9 @@ class Assembler:
                 buf = self._new_buffer(trace_id, resource)
             self._spans["accepted" if step is not None else "ignored"] += 1
             self._record(buf, span_id, parent_id, is_root, start_ns, end_ns, step, captured)
+            if step is not None and buf.metadata is None:
+                meta = attributes.get("metadata")
+                buf.metadata = meta if isinstance(meta, str) else None
             return True
 
     # -- internals (lock held) ------------------------------------------------------------------
@@ -198,6 +216,7 @@ class Assembler:
         now = time.monotonic()
         ttl = self.config.ttl_s
         out: list[Finished] = []
+        taken: list[tuple[_Buffer, bool]] = []
         with self._lock:
             for trace_id, buf in list(self._buffers.items()):
                 complete = self._looks_complete(buf)
@@ -209,9 +228,27 @@ class Assembler:
                 self._live_dirty.discard(trace_id)
                 self._remember_done(trace_id)
                 if buf.has_steps:
-                    out.append(Finished(buf.context, buf.steps, complete))
+                    taken.append((buf, complete))
             self.stats.traces_in_flight = len(self._buffers)
+        for buf, complete in taken:
+            self._apply_metadata(buf)
+            out.append(Finished(buf.context, buf.steps, complete))
         return out
+
+    def _apply_metadata(self, buf: _Buffer) -> None:
+        """Captured keys that only the run's metadata JSON holds (``metadata={"app.customer_id": …}``)."""
+        if buf.metadata is None:
+            return
+        try:
+            meta = json.loads(buf.metadata)
+        except ValueError:
+            return
+        if not isinstance(meta, dict):
+            return
+        for key in self.config.capture_attributes:
+            value = meta.get(key)
+            if key not in buf.context.attributes and isinstance(value, str | int | float | bool):
+                buf.context.attributes[key] = value
 
     def take_new_tool_calls(self) -> list[tuple[TraceContext, list[ToolCall]]]:
         """Tool calls that ended since the last call, per trace, for checks that must not wait for

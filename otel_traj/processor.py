@@ -20,6 +20,8 @@ from otel_traj.adapters.sdk import from_readable_span
 from otel_traj.config import AssemblerConfig
 from otel_traj.dialects import to_step
 from otel_traj.gate import might_be_genai
+from otel_traj.grader import Grader
+from otel_traj.live import live_scope, subject_attributes
 from otel_traj.pipeline import Pipeline, VerdictCallback
 from otel_traj.policy import Policy, load_policy
 from otel_traj.sinks.base import Sink
@@ -73,14 +75,10 @@ class TrajectoryProcessor(SpanProcessor):
         grade: Callable[..., Verdict] | None = None
         live = None
         if policy is not None:
-            from otel_traj.grader import Grader
-
-            grader = Grader(policy)
-            grade = grader.grade
-            live = grader.live_checker
-            config = config.with_capture(policy.capture_attributes())
+            grade = Grader(policy).grade
+            live = live_scope(policy)
+            config = config.with_capture(subject_attributes(policy))
         self._config = config
-        self._capture = config.capture_attributes
         self._max_chars = config.max_chars
         self.pipeline = Pipeline(
             grade=grade,
@@ -116,7 +114,7 @@ class TrajectoryProcessor(SpanProcessor):
         step = None
         if might_be_genai(attrs, span.name):
             step = to_step(from_readable_span(span), self._max_chars)
-        if step is None and not is_root and not any(k in attrs for k in self._capture):
+        if step is None and not is_root and self._assembler.captures_nothing(attrs):
             self._assembler.span_ended_untracked(context.trace_id)
             return
         self._assembler.add(

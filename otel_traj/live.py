@@ -1,0 +1,48 @@
+"""Checks that run while a trace is still open: the scope check, per tool call, as each span ends.
+
+Paging on another customer's data must not wait for a slow agent run to finish. The worker hands each
+newly ended tool call to the trace's ``LiveScope``; the final verdict repeats the same result.
+"""
+
+from __future__ import annotations
+
+from otel_traj.builder import TraceContext, parse_arguments
+from otel_traj.checks.scope import ScopeTracker
+from otel_traj.pipeline import LiveChecker, LiveFactory
+from otel_traj.policy import Policy
+from otel_traj.steps import ToolCall
+from otel_traj.verdict import CheckResult
+
+
+class LiveScope:
+    def __init__(self, tracker: ScopeTracker) -> None:
+        self._tracker = tracker
+
+    def observe(self, call: ToolCall, context: TraceContext) -> CheckResult | None:
+        if call.arguments is None and call.arguments_text is not None:
+            # The builder would parse it the same way later; parsing now is idempotent.
+            call.arguments = parse_arguments(call.arguments_text)
+        return self._tracker.observe(call, context.attributes, None, None)
+
+
+def live_scope(policy: Policy) -> LiveFactory:
+    """Per trace, a scope tracker for the service's policy (the agent span has not ended yet, so
+    ``agents.<name>`` is matched against the service name here)."""
+
+    def make(context: TraceContext) -> LiveChecker | None:
+        agent_policy = policy.for_agent(context.service_name)
+        if agent_policy.scope is None or not agent_policy.scope.arguments:
+            return None
+        return LiveScope(ScopeTracker(agent_policy))
+
+    return make
+
+
+def subject_attributes(policy: Policy) -> tuple[str, ...]:
+    """Every span attribute a scope subject may be read from, across the policy's agents: the
+    assembler captures these from any span of a trace."""
+    keys: dict[str, None] = {}
+    for agent_policy in (policy.defaults, *policy.agents.values()):
+        if agent_policy.scope is not None:
+            keys.update(dict.fromkeys(agent_policy.scope.subject.attributes))
+    return tuple(keys)
