@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastjsonschema import JsonSchemaValueException
 
-from otel_traj.checks.base import NOT_CAPTURED, failed, one_line, passed, skipped, step_id
+from otel_traj.checks.base import NOT_CAPTURED, count, failed, one_line, passed, skipped, step_id
 from otel_traj.policy import Tools
 from otel_traj.policy.models import CompiledSchema
 from otel_traj.trajectory import Trajectory
@@ -64,4 +64,4 @@ def check_arguments(traj: Trajectory, tools: Tools, severity: Severity = "error"
     if not validated and not_captured:
         return skipped(NAME, severity, f"{NOT_CAPTURED} for {not_captured} calls with a schema")
     missing = f" ({NOT_CAPTURED} for {not_captured})" if not_captured else ""
-    return passed(NAME, severity, f"{validated} calls valid against their schema{missing}")
+    return passed(NAME, severity, f"{count(validated, 'call')} valid against the schema{missing}")

@@ -60,6 +60,11 @@ def label(call: ToolCall) -> str:
     return f"{call.name}({render_args(call)})"
 
 
+def count(n: int, noun: str) -> str:
+    """``1 call``, ``2 calls``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def one_line(parts: list[str], limit: int = 3) -> str:
     """Join findings into one line; beyond ``limit`` say how many more there are."""
     shown = "; ".join(parts[:limit])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from otel_traj.checks.base import failed, one_line, passed, skipped, step_ids, succeeded
+from otel_traj.checks.base import count, failed, one_line, passed, skipped, step_ids, succeeded
 from otel_traj.policy import ClaimRule
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Severity
@@ -42,4 +42,4 @@ def check_claims(
         return skipped(NAME, severity, one_line(unknown))
     if not made:
         return passed(NAME, severity, f"answer makes none of the {len(rules)} watched claims")
-    return passed(NAME, severity, f"{made} claims backed by a successful tool call")
+    return passed(NAME, severity, f"{count(made, 'claim')} backed by a successful tool call")

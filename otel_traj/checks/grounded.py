@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_traj.checks.base import NOT_CAPTURED, contains_token, failed, one_line, passed, skipped, step_id
+from otel_traj.checks.base import (
+    NOT_CAPTURED,
+    contains_token,
+    count,
+    failed,
+    one_line,
+    passed,
+    skipped,
+    step_id,
+)
 from otel_traj.checks.order import finished_before
 from otel_traj.policy import Tools
 from otel_traj.trajectory import Trajectory
@@ -59,4 +68,4 @@ def check_grounded(traj: Trajectory, tools: Tools, severity: Severity = "error")
     if unknown and not checked:
         return skipped(NAME, severity, one_line(unknown))
     note = f" ({len(unknown)} not checkable)" if unknown else ""
-    return passed(NAME, severity, f"{checked} grounded arguments found in earlier context{note}")
+    return passed(NAME, severity, f"{count(checked, 'grounded argument')} found in earlier context{note}")

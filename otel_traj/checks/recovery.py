@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otel_traj.checks.base import args_key, failed, label, one_line, passed, skipped, step_id, step_ids
+from otel_traj.checks.base import args_key, count, failed, label, one_line, passed, skipped, step_id, step_ids
 from otel_traj.policy import Recovery
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
@@ -58,4 +58,4 @@ def check_recovery(
     if unacknowledged is not None:
         return skipped(NAME, severity, unacknowledged)
     errors = sum(1 for c in calls if not c.ok)
-    return passed(NAME, severity, f"{errors} tool errors, none retried blindly or left unresolved")
+    return passed(NAME, severity, f"{count(errors, 'tool error')}, none retried blindly or left unresolved")

@@ -9,6 +9,7 @@ from otel_traj.checks.base import (
     NOT_CAPTURED,
     ArgsKey,
     args_key,
+    count,
     failed,
     label,
     one_line,
@@ -80,4 +81,4 @@ def check_side_effects(traj: Trajectory, tools: Tools, severity: Severity = "cri
     if writes and not_captured == writes:
         return skipped(NAME, severity, f"{NOT_CAPTURED} for {writes} side-effecting calls")
     missing = f" ({NOT_CAPTURED} for {not_captured})" if not_captured else ""
-    return passed(NAME, severity, f"{writes} side-effecting calls, no duplicate write{missing}")
+    return passed(NAME, severity, f"{count(writes, 'side-effecting call')}, no duplicate write{missing}")

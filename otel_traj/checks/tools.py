@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otel_traj.checks.base import failed, one_line, passed, step_id
+from otel_traj.checks.base import count, failed, one_line, passed, step_id
 from otel_traj.policy import Tools
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Severity
@@ -26,4 +26,4 @@ def check_tools(traj: Trajectory, tools: Tools, severity: Severity = "critical")
     if problems:
         return failed(NAME, severity, one_line(list(problems.values())), tuple(steps))
     names = len({c.name for c in traj.tool_calls})
-    return passed(NAME, severity, f"{names} distinct tools, all permitted")
+    return passed(NAME, severity, f"{count(names, 'distinct tool')}, all permitted")
