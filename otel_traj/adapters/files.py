@@ -1,0 +1,243 @@
+"""Trace files: detect the format by content, decode to SpanViews, and say clearly what went wrong.
+
+Understood (and gzip-compressed versions of each): an OTLP protobuf ``ExportTraceServiceRequest``;
+a stream of them each prefixed with a 4-byte big-endian length (the Collector file exporter's
+``format: proto``); OTLP/JSON as one request, a list of them or JSON Lines (the Collector file
+exporter's default); Grafana Tempo exports; Jaeger JSON (query API, UI download, v3 API).
+
+Two kinds of trouble are kept apart. A file that cannot be read as traces at all raises
+``TraceFileError`` naming the file and the reason. Single spans inside a readable file that lack ids
+or carry wrongly typed fields are skipped and counted in ``malformed``: one bad span must not hide
+the rest of a run.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from otel_traj.adapters.batch import SpanBatch
+from otel_traj.adapters.jaeger import is_jaeger_json, views_from_jaeger
+from otel_traj.adapters.otlp_json import is_otlp_json, views_from_otlp_json
+from otel_traj.adapters.otlp_proto import parse_request, views_from_request
+
+# What directory expansion picks up; files named explicitly are read whatever their name.
+TRACE_FILE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".otlp", ".bin", ".gz"})
+
+_SHAPE_KEYS = "resourceSpans, batches, data, trace"
+_JSON_TYPES = {str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+class TraceFileError(ValueError):
+    """A file that cannot be read as traces. ``str()`` is ``"<path>: <reason>"``."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = Path(path)
+        self.reason = reason
+
+
+class NotATraceFileError(TraceFileError):
+    """Readable content of another kind (JSON without trace data, say), as opposed to a broken file."""
+
+
+class _Unreadable(Exception):
+    def __init__(self, reason: str, *, other_content: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.other_content = other_content
+
+
+@dataclass(slots=True)
+class TraceFile:
+    """What one file held. ``format`` names the container, e.g. ``otlp-protobuf``, ``jaeger (gzip)``."""
+
+    path: Path
+    format: str
+    views: SpanBatch
+
+    @property
+    def malformed(self) -> int:
+        return self.views.malformed
+
+
+def _json_shape(doc: Any) -> str:
+    if is_otlp_json(doc):
+        return "tempo" if "batches" in doc or "trace" in doc else "otlp-json"
+    if is_jaeger_json(doc):
+        return "jaeger"
+    return ""
+
+
+def views_from_json(doc: Any) -> tuple[SpanBatch, str]:
+    """Views and the shape name of one parsed JSON document of any supported kind."""
+    shape = _json_shape(doc)
+    if shape == "jaeger":
+        return views_from_jaeger(doc), shape
+    if shape:
+        return views_from_otlp_json(doc), shape
+    if isinstance(doc, list):
+        batch = SpanBatch()
+        shapes = [_json_shape(item) for item in doc]
+        if doc and not any(shapes):
+            raise _Unreadable("not a trace file: JSON array holds no trace objects", other_content=True)
+        for item, item_shape in zip(doc, shapes, strict=True):
+            if item_shape:
+                batch.extend_batch(views_from_json(item)[0])
+            else:
+                batch.malformed += 1
+        return batch, next((s for s in shapes if s), "otlp-json")
+    if isinstance(doc, Mapping):
+        raise _Unreadable(f"not a trace file: JSON object has none of {_SHAPE_KEYS}", other_content=True)
+    kind = _JSON_TYPES.get(type(doc), "value")
+    raise _Unreadable(f"not a trace file: a JSON {kind}, not a trace object", other_content=True)
+
+
+def _json_documents(text: str) -> Iterator[Any]:
+    """Every JSON value in ``text``: one document, JSON Lines, or documents simply concatenated."""
+    decoder = json.JSONDecoder()
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos] in " \t\r\n":
+            pos += 1
+        if pos == end:
+            return
+        try:
+            doc, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise _Unreadable(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        except RecursionError:
+            raise _Unreadable("invalid JSON: nested too deeply") from None
+        yield doc
+
+
+def _read_json(data: bytes) -> tuple[SpanBatch, str]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        reason = f"neither OTLP protobuf nor UTF-8 JSON (invalid byte at offset {exc.start})"
+        raise _Unreadable(reason) from None
+    batch = SpanBatch()
+    shapes: list[str] = []
+    for doc in _json_documents(text):
+        views, shape = views_from_json(doc)
+        batch.extend_batch(views)
+        shapes.append(shape)
+    if not shapes:
+        raise _Unreadable("empty file")
+    return batch, shapes[0] + (" lines" if len(shapes) > 1 else "")
+
+
+def _delimited_frames(data: bytes) -> list[bytes] | None:
+    """The messages of a length-prefixed stream, or ``None`` if ``data`` is not exactly one."""
+    frames, pos = [], 0
+    while pos < len(data):
+        if len(data) - pos < 4:
+            return None
+        size = int.from_bytes(data[pos : pos + 4])
+        if pos + 4 + size > len(data):
+            return None
+        frames.append(data[pos + 4 : pos + 4 + size])
+        pos += 4 + size
+    return frames
+
+
+def _read_protobuf(data: bytes) -> tuple[SpanBatch, str]:
+    # A plain request starts with field 1 (resource_spans, tag 0x0A); a length prefix of a message
+    # under 16 MiB starts with a zero byte.
+    frames = _delimited_frames(data) if data[:1] == b"\x00" else None
+    batch = SpanBatch()
+    try:
+        for frame in frames if frames is not None else [data]:
+            request = parse_request(frame)
+            if not request.resource_spans:
+                raise _Unreadable("not a trace file: binary content is not an OTLP trace export request")
+            batch.extend_batch(views_from_request(request))
+    except DecodeError as exc:
+        raise _Unreadable(f"neither OTLP protobuf nor JSON ({exc})") from None
+    return batch, "otlp-protobuf" + (" delimited" if frames is not None else "")
+
+
+def _decode(data: bytes) -> tuple[SpanBatch, str]:
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    head = data.lstrip(b" \t\r\n")[:1]
+    if not head:
+        raise _Unreadable("empty file")
+    if head not in (b"{", b"["):
+        return _read_protobuf(data)
+    try:
+        return _read_json(data)
+    except _Unreadable:
+        # "\n{" also starts a protobuf request whose first resource_spans is 123 bytes long.
+        if data[:1] == b"\n":
+            try:
+                return _read_protobuf(data)
+            except _Unreadable:
+                pass
+        raise
+
+
+def _gunzip(data: bytes) -> bytes:
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _Unreadable(f"invalid gzip data: {exc}") from None
+
+
+def read_trace_file(path: str | Path) -> TraceFile:
+    """Read one trace file of any supported format; raises ``TraceFileError`` if it is not one."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TraceFileError(path, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        if data[:2] == b"\x1f\x8b":
+            views, shape = _decode(_gunzip(data))
+            return TraceFile(path, f"{shape} (gzip)", views)
+        views, shape = _decode(data)
+    except _Unreadable as exc:
+        error = NotATraceFileError if exc.other_content else TraceFileError
+        raise error(path, exc.reason) from None
+    return TraceFile(path, shape, views)
+
+
+def expand_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
+    """Each file to read, and whether it was named explicitly (rather than found in a directory).
+
+    Directories are searched recursively, in sorted order, for files with a trace file suffix.
+    """
+    for entry in paths:
+        path = Path(entry)
+        if path.is_dir():
+            found = (p for p in path.rglob("*") if p.is_file())
+            for file in sorted(found):
+                if file.suffix.lower() in TRACE_FILE_SUFFIXES:
+                    yield file, False
+        else:
+            yield path, True
+
+
+def read_trace_files(paths: Iterable[str | Path]) -> SpanBatch:
+    """All views of all files (directories expanded); ``malformed`` counts skipped spans of all.
+
+    Any unreadable file raises ``TraceFileError``, except that files found in a directory which hold
+    some other kind of JSON (a facts or config file next to the traces) are passed over.
+    """
+    batch = SpanBatch()
+    for path, explicit in expand_paths(paths):
+        try:
+            batch.extend_batch(read_trace_file(path).views)
+        except NotATraceFileError:
+            if explicit:
+                raise
+    return batch

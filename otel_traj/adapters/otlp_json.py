@@ -1,0 +1,262 @@
+"""SpanViews from OTLP/JSON, including the variants real exporters and backends write.
+
+The OTLP spec's JSON mapping: lowerCamelCase keys, hex trace and span ids, 64-bit integers as strings,
+enums as integers. Accepted as well, because files in the wild have them: snake_case keys (protobuf
+JSON printers with ``preserving_proto_field_name``), base64 ids (protobuf's generic JSON mapping),
+integers as numbers, enums by name (``SPAN_KIND_SERVER``, ``STATUS_CODE_ERROR``), Grafana Tempo's
+``{"batches": [...]}`` with the pre-1.0 ``instrumentationLibrarySpans`` / ``instrumentationLibrary``,
+and ``{"trace": ...}`` around any of these.
+
+Input is parsed JSON (``Any``). A span with missing ids or wrongly typed fields is skipped and
+counted in ``SpanBatch.malformed``; so is any other entry that is not a JSON object where one belongs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from otel_traj.adapters.batch import SpanBatch
+from otel_traj.spanview import EMPTY, SpanEvent, SpanView
+
+OTLP_JSON_KEYS = ("resourceSpans", "resource_spans", "batches", "trace")
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_HAS_IS_REMOTE = 0x100
+_IS_REMOTE = 0x200
+_KINDS = {"UNSPECIFIED": 0, "INTERNAL": 1, "SERVER": 2, "CLIENT": 3, "PRODUCER": 4, "CONSUMER": 5}
+_STATUS_CODES = {"UNSET": 0, "OK": 1, "ERROR": 2}
+
+
+class MalformedError(ValueError):
+    """One entry (span, attribute, id) that cannot be read; its span is skipped and counted."""
+
+
+def field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+    value = obj.get(camel)
+    return obj.get(snake) if value is None else value
+
+
+def parse_id(value: Any, size: int) -> int:
+    """A trace (``size`` 16) or span (8) id from hex, or from base64 as some exporters write it."""
+    if not isinstance(value, str):
+        raise MalformedError(f"id must be a string, got {type(value).__name__}")
+    if len(value) == 2 * size and _HEX.fullmatch(value):
+        return int(value, 16)
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise MalformedError(f"id {value!r} is neither hex nor base64") from None
+    if len(raw) != size:
+        raise MalformedError(f"id {value!r} is not {size} bytes")
+    return int.from_bytes(raw)
+
+
+def to_int(value: Any, default: int = 0) -> int:
+    """An integer that JSON may carry as a number or, for 64-bit values, as a string."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise MalformedError("boolean where an integer belongs")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            raise MalformedError(f"{value!r} is not an integer") from None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise MalformedError(f"{value!r} is not an integer")
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise MalformedError("boolean where a double belongs")
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            raise MalformedError(f"{value} is out of range for a double") from None
+    if isinstance(value, str):
+        try:
+            return float(value)  # proto3 JSON writes "NaN", "Infinity", "-Infinity"
+        except ValueError:
+            raise MalformedError(f"{value!r} is not a double") from None
+    raise MalformedError(f"{value!r} is not a double")
+
+
+def _enum(value: Any, names: dict[str, int], prefix: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, str) and not value.lstrip("-").isdigit():
+        return names.get(value.upper().removeprefix(prefix), 0)
+    return to_int(value)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if value is None:
+        return EMPTY
+    if not isinstance(value, Mapping):
+        raise MalformedError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise MalformedError(f"expected a JSON array, got {type(value).__name__}")
+    return value
+
+
+def _str(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise MalformedError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def any_value(value: Any) -> Any:
+    """The Python value of an OTLP/JSON ``AnyValue`` object (arrays -> tuple, kvlists -> dict)."""
+    for key, inner in _mapping(value).items():
+        if key in ("stringValue", "string_value"):
+            return _str(inner)
+        if key in ("intValue", "int_value"):
+            return to_int(inner)
+        if key in ("boolValue", "bool_value"):
+            if not isinstance(inner, bool):
+                raise MalformedError(f"{inner!r} is not a boolean")
+            return inner
+        if key in ("doubleValue", "double_value"):
+            return _to_float(inner)
+        if key in ("arrayValue", "array_value"):
+            return tuple(any_value(item) for item in _list(_mapping(inner).get("values")))
+        if key in ("kvlistValue", "kvlist_value"):
+            return attributes(_mapping(inner).get("values"))
+        if key in ("bytesValue", "bytes_value"):
+            try:
+                return base64.b64decode(_str(inner), validate=True)
+            except (binascii.Error, ValueError):
+                raise MalformedError(f"{inner!r} is not base64") from None
+    return None
+
+
+def attributes(value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kv in _list(value):
+        kv = _mapping(kv)
+        out[_str(kv.get("key"))] = any_value(kv.get("value"))
+    return out
+
+
+def _event(obj: Any) -> SpanEvent:
+    obj = _mapping(obj)
+    return SpanEvent(
+        _str(obj.get("name")),
+        to_int(field(obj, "timeUnixNano", "time_unix_nano")),
+        attributes(obj.get("attributes")) or EMPTY,
+    )
+
+
+def span_view(obj: Any, resource: Mapping[str, Any], scope_name: str) -> SpanView:
+    """One OTLP/JSON span; raises ``MalformedError`` if it lacks valid ids or has wrong types."""
+    obj = _mapping(obj)
+    trace_id = parse_id(field(obj, "traceId", "trace_id"), 16)
+    span_id = parse_id(field(obj, "spanId", "span_id"), 8)
+    if not trace_id or not span_id:
+        raise MalformedError("all-zero trace or span id")
+    parent = field(obj, "parentSpanId", "parent_span_id")
+    status = _mapping(obj.get("status"))
+    kind = _enum(obj.get("kind"), _KINDS, "SPAN_KIND_")
+    code = _enum(status.get("code"), _STATUS_CODES, "STATUS_CODE_")
+    flags = to_int(obj.get("flags"))
+    events = _list(obj.get("events"))
+    return SpanView(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=(parse_id(parent, 8) or None) if parent else None,
+        name=_str(obj.get("name")),
+        start_ns=to_int(field(obj, "startTimeUnixNano", "start_time_unix_nano")),
+        end_ns=to_int(field(obj, "endTimeUnixNano", "end_time_unix_nano")),
+        attributes=attributes(obj.get("attributes")) or EMPTY,
+        events=tuple(_event(e) for e in events) if events else (),
+        status_code=code if 0 <= code <= 2 else 0,
+        status_message=_str(status.get("message")) or None,
+        # OTLP numbers kinds one above the SDK and reserves 0 for "unspecified" (read as internal).
+        kind=kind - 1 if 0 < kind <= 5 else 0,
+        parent_is_remote=flags & (_HAS_IS_REMOTE | _IS_REMOTE) == _HAS_IS_REMOTE | _IS_REMOTE,
+        resource=resource,
+        scope_name=scope_name,
+    )
+
+
+def _scope_spans(obj: Any, resource: Mapping[str, Any], batch: SpanBatch) -> None:
+    obj = _mapping(obj)
+    scope = field(obj, "scope", "instrumentationLibrary")
+    if scope is None:
+        scope = obj.get("instrumentation_library")
+    scope_name = _str(_mapping(scope).get("name"))
+    for span in _list(obj.get("spans")):
+        try:
+            batch.append(span_view(span, resource, scope_name))
+        except (MalformedError, RecursionError):
+            batch.malformed += 1
+
+
+def _resource_spans(obj: Any, batch: SpanBatch) -> None:
+    obj = _mapping(obj)
+    resource = attributes(_mapping(obj.get("resource")).get("attributes")) or EMPTY
+    groups = field(obj, "scopeSpans", "scope_spans")
+    if groups is None:
+        groups = field(obj, "instrumentationLibrarySpans", "instrumentation_library_spans")
+    for group in _list(groups):
+        try:
+            _scope_spans(group, resource, batch)
+        except (MalformedError, RecursionError):
+            batch.malformed += 1
+
+
+def is_otlp_json(doc: Any) -> bool:
+    return isinstance(doc, Mapping) and any(key in doc for key in OTLP_JSON_KEYS)
+
+
+def views_from_otlp_json(doc: Any) -> SpanBatch:
+    """Views from one parsed OTLP/JSON document: a request object, a list of them, a Tempo export.
+
+    Raises ``ValueError`` if ``doc`` is none of these; anything unreadable inside is counted.
+    """
+    batch = SpanBatch()
+    if isinstance(doc, list):
+        for item in doc:
+            if is_otlp_json(item):
+                batch.extend_batch(views_from_otlp_json(item))
+            else:
+                batch.malformed += 1
+        return batch
+    if not is_otlp_json(doc):
+        raise ValueError(f"not OTLP/JSON: expected an object with one of {', '.join(OTLP_JSON_KEYS)}")
+    if "trace" in doc and not any(key in doc for key in OTLP_JSON_KEYS[:3]):
+        return views_from_otlp_json(doc["trace"])
+    groups = doc.get("resourceSpans")
+    if groups is None:
+        groups = doc.get("resource_spans")
+    if groups is None:
+        groups = doc.get("batches")
+    try:
+        groups = _list(groups)
+    except MalformedError:
+        batch.malformed += 1
+        return batch
+    for group in groups:
+        try:
+            _resource_spans(group, batch)
+        except (MalformedError, RecursionError):
+            batch.malformed += 1
+    return batch
