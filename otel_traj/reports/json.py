@@ -1,4 +1,4 @@
-"""JSON report: the list of ``verdict_to_dict`` objects (trajectory fields + outcome, score, checks)."""
+"""JSON report: ``{"trajectories": [...]}``, each the trajectory's fields plus outcome, score, checks."""
 
 from __future__ import annotations
 
@@ -10,4 +10,5 @@ from otel_traj.verdict import Verdict
 
 
 def render_json(verdicts: Sequence[Verdict]) -> str:
-    return json.dumps([verdict_to_dict(v) for v in verdicts], indent=2, ensure_ascii=False) + "\n"
+    document = {"trajectories": [verdict_to_dict(v) for v in verdicts]}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -1,4 +1,4 @@
-"""Terminal table: one row per trajectory, its failed checks listed under it."""
+"""Terminal table: one row per trajectory, then its tool path and its failed checks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from otel_traj.reports.summary import outcome_counts
 from otel_traj.verdict import Verdict
 
-_HEADER = ("TRACE", "AGENT", "OUTCOME", "SCORE", "CHECKS")
+_HEADER = ("TRACE", "AGENT", "OUTCOME", "SCORE", "TURNS", "TOKENS IN/OUT", "CHECKS")
 
 
 def _row(verdict: Verdict) -> tuple[str, ...]:
@@ -15,13 +15,23 @@ def _row(verdict: Verdict) -> tuple[str, ...]:
     failed = sum(1 for c in checks if c.status == "fail")
     skipped = sum(1 for c in checks if c.status == "skipped")
     tally = f"{len(checks) - failed - skipped} pass, {failed} fail, {skipped} skipped"
+    t = verdict.trajectory
     return (
-        verdict.trajectory.trace_hex,
-        verdict.trajectory.agent_label,
+        t.trace_hex,
+        t.agent_label,
         verdict.outcome,
         f"{verdict.score:.2f}",
-        tally,
+        str(t.model_turns),
+        f"{t.tokens.input}/{t.tokens.output}",
+        tally if checks else "none",
     )
+
+
+def _path(verdict: Verdict) -> str:
+    """``get_subscription -> check_payment! -> refund?``: ``!`` failed, ``?`` requested but no span."""
+    calls = verdict.trajectory.tool_calls
+    path = " -> ".join(f"{c.name}{'' if c.ok else '!'}{'' if c.observed else '?'}" for c in calls)
+    return path or "(no tool calls)"
 
 
 def render_table(verdicts: Sequence[Verdict]) -> str:
@@ -32,7 +42,9 @@ def render_table(verdicts: Sequence[Verdict]) -> str:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
         if index == 0:
             continue
-        for check in verdicts[index - 1].checks:
+        verdict = verdicts[index - 1]
+        lines.append(f"    {_path(verdict)}")
+        for check in verdict.checks:
             if check.status == "fail":
                 steps = f" [{', '.join(check.steps)}]" if check.steps else ""
                 lines.append(f"    {check.severity:<8} {check.name}: {check.reason}{steps}")
