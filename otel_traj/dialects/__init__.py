@@ -1,0 +1,101 @@
+"""Dialect parsers: one SpanView in, at most one Step out.
+
+``to_step`` runs inside ``SpanProcessor.on_end`` for every span of the host application, so the
+common case, a span that is not GenAI at all, is rejected first and cheaply: one set test against the
+attribute keys, then one ``startswith`` on the name. GenAI spans are classified by attributes first,
+most specific marker first (vendor markers before ``gen_ai.operation.name``, which several vendors
+also set), and by span name only when no attribute says what the span is: frameworks rename spans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from otel_traj.dialects import adk, langfuse, logfire, openinference, pydantic_ai, semconv, traceloop, vercel
+from otel_traj.spanview import SpanView
+from otel_traj.steps import Step
+
+__all__ = ["DEFAULT_MAX_CHARS", "to_step"]
+
+DEFAULT_MAX_CHARS = 4096
+
+_MARKERS = frozenset(
+    {
+        "langfuse.observation.type",
+        "openinference.span.kind",
+        "traceloop.span.kind",
+        "llm.request.type",
+        "ai.operationId",
+        adk.TOOL_ARGS,
+        adk.LLM_REQUEST,
+        "logfire.msg_template",
+        "gen_ai.operation.name",
+        "gen_ai.tool.name",
+        "gen_ai.system",
+        "gen_ai.provider.name",
+        *pydantic_ai.MARKERS,
+    }
+)
+_NAME_PREFIXES = ("execute_tool ", "invoke_agent ", "chat ", "running tool", "agent run", "call_llm")
+_MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
+
+
+def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
+    """The step a span records, or None for spans that are not tool, model or agent steps.
+
+    Never raises: instrumentation data is untrusted, and this runs on the application's thread.
+    """
+    try:
+        attrs = view.attributes
+        if _MARKERS.isdisjoint(attrs):
+            name = view.name
+            if isinstance(name, str) and name.startswith(_NAME_PREFIXES):
+                return _by_name(view, attrs, name, max_chars)
+            return None
+        return _by_attributes(view, attrs, max_chars)
+    except Exception:  # a malformed span must never reach the application's span.end()
+        return None
+
+
+def _by_attributes(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Step | None:
+    kind = attrs.get("langfuse.observation.type")
+    if kind is not None:
+        return langfuse.parse(view, attrs, kind, max_chars)
+    kind = attrs.get("openinference.span.kind")
+    if kind is not None:
+        return openinference.parse(view, attrs, kind, max_chars)
+    kind = attrs.get("traceloop.span.kind")
+    if kind is not None or "llm.request.type" in attrs:
+        return traceloop.parse(view, attrs, kind, max_chars)
+    operation = attrs.get("ai.operationId")
+    if operation is not None:
+        return vercel.parse(view, attrs, operation, max_chars)
+    if adk.TOOL_ARGS in attrs or adk.LLM_REQUEST in attrs:
+        return adk.parse(view, attrs, max_chars)
+    template = attrs.get("logfire.msg_template")
+    if isinstance(template, str) and template.startswith(logfire.TEMPLATES):
+        return logfire.parse(view, attrs, template, max_chars)
+    pydantic = view.name == "running tool" or any(key in attrs for key in pydantic_ai.MARKERS)
+    if pydantic:
+        return pydantic_ai.parse(view, attrs, max_chars)
+    operation = attrs.get("gen_ai.operation.name")
+    if isinstance(operation, str):
+        return semconv.parse(view, attrs, operation, max_chars)
+    if "gen_ai.tool.name" in attrs:
+        return semconv.parse_tool(view, attrs, max_chars)
+    if any(key in attrs for key in _MODEL_KEYS):
+        return semconv.parse_model(view, attrs, max_chars)
+    return None
+
+
+def _by_name(view: SpanView, attrs: Mapping[str, Any], name: str, max_chars: int) -> Step | None:
+    if name.startswith("execute_tool "):
+        return semconv.parse_tool(view, attrs, max_chars)
+    if name.startswith("invoke_agent ") or name == "agent run":
+        return semconv.parse_agent(view, attrs, max_chars)
+    if name.startswith("chat "):
+        return semconv.parse_model(view, attrs, max_chars)
+    if name == "call_llm":
+        return adk.parse_model(view, attrs, max_chars)
+    return None

@@ -1,0 +1,146 @@
+"""Value helpers shared by the dialect parsers: coercion, capping, safe JSON and span errors.
+
+Attribute values come from other people's instrumentation and from files: any of them may have the
+wrong type, hold invalid JSON or be huge. Every helper here returns ``None`` instead of raising.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from otel_traj.spanview import STATUS_ERROR, SpanView
+
+# Upper bound on text we json-parse. Message lists grow with the conversation; past this size the
+# parse costs more than the step is worth on the span-end path, so the text fields stay empty.
+PARSE_LIMIT = 512 * 1024
+
+
+def loads(value: Any, limit: int = PARSE_LIMIT) -> Any:
+    """The JSON value of ``value`` if it is a string of JSON no longer than ``limit``, else None."""
+    if not isinstance(value, str) or len(value) > limit:
+        return None
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+
+
+def dumps(value: Any) -> str | None:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def as_text(value: Any) -> str | None:
+    """Attribute value as text: strings unchanged, sequences and mappings as JSON, scalars via str."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return None
+    if isinstance(value, Mapping | list | tuple):
+        return dumps(value if not isinstance(value, tuple) else list(value))
+    if isinstance(value, bool | int | float):
+        return str(value)
+    return None
+
+
+def clip(value: Any, max_chars: int) -> tuple[str | None, bool]:
+    """``(text, truncated)``: the value as text, cut to ``max_chars``."""
+    text = as_text(value)
+    if text is None:
+        return None, False
+    if len(text) > max_chars:
+        return text[: max(0, max_chars)], True
+    return text, False
+
+
+def clip_text(value: Any, max_chars: int) -> str | None:
+    return clip(value, max_chars)[0]
+
+
+def as_str(value: Any) -> str | None:
+    """A non-empty identifier-like string (names, ids, models), else None."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def as_int(value: Any) -> int | None:
+    """A token count: ints, integral floats and digit strings; never bools, NaN or negatives."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value >= 0 else None
+    if isinstance(value, str) and value.isdigit() and len(value) < 20:
+        return int(value)
+    return None
+
+
+def first(attrs: Mapping[str, Any], keys: Iterable[str]) -> Any:
+    """The first present, non-None value among ``keys``."""
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def first_int(attrs: Mapping[str, Any], keys: Iterable[str]) -> int | None:
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None:
+            number = as_int(value)
+            if number is not None:
+                return number
+    return None
+
+
+def str_tuple(value: Any) -> tuple[str, ...]:
+    """A string list attribute (or a JSON list, or one string) as a tuple of strings."""
+    if isinstance(value, str):
+        parsed = loads(value, 4096) if value.startswith("[") else None
+        value = parsed if isinstance(parsed, list) else [value]
+    if isinstance(value, list | tuple):
+        return tuple(item for item in value if isinstance(item, str) and item)
+    return ()
+
+
+def suffix(name: str, prefix: str) -> str | None:
+    """``"execute_tool get_x"`` with prefix ``"execute_tool "`` gives ``"get_x"``."""
+    if isinstance(name, str) and name.startswith(prefix):
+        rest = name[len(prefix) :].strip()
+        return rest or None
+    return None
+
+
+def span_error(
+    view: SpanView, attrs: Mapping[str, Any], failed: bool = False
+) -> tuple[bool, str | None, str | None]:
+    """``(ok, error_type, error_message)`` from the status, ``error.type`` and ``exception`` events.
+
+    Exception events are read only for failed spans: the success path stays cheap.
+    """
+    error_type = as_str(attrs.get("error.type"))
+    if not (failed or error_type or view.status_code == STATUS_ERROR):
+        return True, None, None
+    message = view.status_message if isinstance(view.status_message, str) and view.status_message else None
+    if error_type is None or message is None:
+        try:
+            for event in view.events:
+                if event.name != "exception":
+                    continue
+                event_attrs = event.attributes or {}
+                error_type = error_type or as_str(event_attrs.get("exception.type"))
+                message = message or as_str(event_attrs.get("exception.message"))
+                break
+        except (AttributeError, TypeError):
+            pass
+    return False, error_type, message

@@ -1,0 +1,206 @@
+"""Chat messages in the shapes instrumentations record them, reduced to what a step needs.
+
+Accepted shapes (one list may mix them): GenAI semconv ``{role, parts: [{type: text|tool_call}]}``,
+OpenAI chat ``{role, content, tool_calls: [{id, function: {name, arguments}}]}``, Bedrock/Strands
+content blocks ``[{text}, {toolUse}]``, Vercel AI SDK ``[{type: text|tool-call}]`` and Gemini/ADK
+``{role, parts: [{text}, {function_call}]}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from otel_traj.dialects._base import as_str, clip_text, dumps, loads
+from otel_traj.steps import RequestedTool
+
+_CALL_ITEM_TYPES = frozenset({"function_call", "tool_call"})
+_TEXT_TYPES = frozenset({"text", "output_text", "input_text"})
+_USER_ROLES = frozenset({"user", "human"})
+_ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
+# ``None``: a bare response message without a role (some instrumentations drop it).
+_OUTPUT_ROLES = _ASSISTANT_ROLES | {None}
+
+
+def as_messages(value: Any) -> list[Any]:
+    """A message list from a JSON string, a list, or one message."""
+    if isinstance(value, str):
+        value = loads(value)
+    if isinstance(value, list):
+        return value
+    if isinstance(value, Mapping):
+        return [value]
+    return []
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Any]:
+    for key in ("parts", "content"):
+        value = message.get(key)
+        if isinstance(value, list):
+            return value
+    return []
+
+
+def _part_text(part: Any) -> str | None:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, Mapping):
+        return None
+    kind = part.get("type")
+    if kind is not None and kind not in _TEXT_TYPES:
+        return None
+    for key in ("content", "text"):
+        value = part.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def content_text(content: Any) -> str | None:
+    """Text of a message content: a string, a list of text parts, or JSON of either."""
+    if isinstance(content, str):
+        if content[:1] in ("[", "{"):
+            parsed = loads(content)
+            if isinstance(parsed, list | dict):
+                return content_text(parsed)
+        return content
+    if isinstance(content, Mapping):
+        if "role" in content or "parts" in content:
+            return message_text(content)
+        return _part_text(content)
+    if isinstance(content, list):
+        texts = [text for text in map(_part_text, content) if text]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _unwrap(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """LangChain's serialized messages as the message they wrap.
+
+    ``{"type": "ai", "data": {...}}`` (``messages_to_dict``) and
+    ``{"lc": 1, "type": "constructor", "kwargs": {..., "type": "ai"}}`` (``dumpd``).
+    """
+    if "role" in message:
+        return message
+    data = message.get("data")
+    if isinstance(data, Mapping):
+        return data
+    kwargs = message.get("kwargs")
+    if "lc" in message and isinstance(kwargs, Mapping):
+        return kwargs
+    return message
+
+
+def message_text(message: Any) -> str | None:
+    if not isinstance(message, Mapping):
+        return content_text(message)
+    message = _unwrap(message)
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    texts = [text for text in map(_part_text, _blocks(message)) if text]
+    return "\n".join(texts) if texts else None
+
+
+def role(message: Any) -> str | None:
+    if not isinstance(message, Mapping):
+        return None
+    message = _unwrap(message)
+    value = message.get("role")
+    if value is None:
+        value = message.get("type")
+    return value.lower() if isinstance(value, str) else None
+
+
+def last_user_text(messages: list[Any], max_chars: int) -> str | None:
+    """Text of the last user message that has text (tool results sent as user turns are skipped)."""
+    for message in reversed(messages):
+        if role(message) in _USER_ROLES:
+            text = message_text(message)
+            if text:
+                return clip_text(text, max_chars)
+    return None
+
+
+def last_assistant_text(messages: list[Any], max_chars: int) -> str | None:
+    """Text of the last assistant message that has text: an agent's final answer."""
+    for message in reversed(messages):
+        if role(message) in _ASSISTANT_ROLES:
+            text = message_text(message)
+            if text:
+                return clip_text(text, max_chars)
+    return None
+
+
+def _requested(name: Any, call_id: Any, arguments: Any, max_chars: int) -> RequestedTool | None:
+    tool = as_str(name)
+    if tool is None:
+        return None
+    text = arguments if isinstance(arguments, str) else dumps(arguments) if arguments is not None else None
+    return RequestedTool(tool, as_str(call_id), clip_text(text, max_chars))
+
+
+def _block_call(block: Any, max_chars: int) -> RequestedTool | None:
+    if not isinstance(block, Mapping):
+        return None
+    kind = block.get("type")
+    if kind == "tool_call":
+        return _requested(block.get("name"), block.get("id"), block.get("arguments"), max_chars)
+    if kind == "function_call":
+        # OpenAI Responses API output item: ``id`` names the item, ``call_id`` the call.
+        call_id = block.get("call_id") or block.get("id")
+        return _requested(block.get("name"), call_id, block.get("arguments"), max_chars)
+    if kind == "tool-call":
+        arguments = block.get("input", block.get("args"))
+        return _requested(block.get("toolName"), block.get("toolCallId"), arguments, max_chars)
+    nested = block.get("toolUse")
+    if isinstance(nested, Mapping):
+        return _requested(nested.get("name"), nested.get("toolUseId"), nested.get("input"), max_chars)
+    nested = block.get("function_call")
+    if isinstance(nested, Mapping):
+        return _requested(nested.get("name"), nested.get("id"), nested.get("args"), max_chars)
+    return None
+
+
+def openai_tool_call(call: Any, max_chars: int) -> RequestedTool | None:
+    """``{id, function: {name, arguments}}`` (or flat ``{id, name, arguments}``)."""
+    if not isinstance(call, Mapping):
+        return None
+    function = call.get("function")
+    source = function if isinstance(function, Mapping) else call
+    arguments = source.get("arguments", source.get("args"))
+    return _requested(source.get("name"), call.get("id"), arguments, max_chars)
+
+
+def message_tool_calls(message: Any, max_chars: int) -> list[RequestedTool]:
+    if not isinstance(message, Mapping):
+        return []
+    message = _unwrap(message)
+    if message.get("type") in _CALL_ITEM_TYPES:
+        call = _block_call(message, max_chars)
+        return [call] if call else []
+    found = [call for call in (_block_call(b, max_chars) for b in _blocks(message)) if call]
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        found += [call for call in (openai_tool_call(c, max_chars) for c in calls) if call]
+    return found
+
+
+def assistant_output(
+    messages: list[Any], max_chars: int
+) -> tuple[str | None, tuple[RequestedTool, ...], tuple[str, ...]]:
+    """``(text, requested_tools, finish_reasons)`` of the assistant messages of a response."""
+    texts: list[str] = []
+    tools: list[RequestedTool] = []
+    reasons: list[str] = []
+    for message in messages:
+        if not isinstance(message, Mapping) or role(message) not in _OUTPUT_ROLES:
+            continue
+        text = message_text(message)
+        if text:
+            texts.append(text)
+        tools += message_tool_calls(message, max_chars)
+        reason = message.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            reasons.append(reason)
+    return clip_text("\n".join(texts), max_chars) if texts else None, tuple(tools), tuple(reasons)

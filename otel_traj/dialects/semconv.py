@@ -1,0 +1,179 @@
+"""GenAI semantic conventions, old and new names (openai-v2 + util-genai, pydantic-ai 2.x, Strands).
+
+Classified by ``gen_ai.operation.name``. Messages come from ``gen_ai.input.messages`` /
+``gen_ai.output.messages`` when content capture records them as attributes, else from span events:
+the older per-message events (``gen_ai.user.message``, ``gen_ai.choice``, ``gen_ai.tool.message``),
+``gen_ai.client.inference.operation.details`` (messages as event attributes) and the oldest
+``gen_ai.content.prompt`` / ``gen_ai.content.completion``. Strands records tool arguments and results
+in events unless ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from otel_traj.dialects._base import as_str, first, str_tuple, suffix
+from otel_traj.dialects._messages import as_messages, assistant_output, content_text, last_user_text
+from otel_traj.dialects._steps import agent_run, model_call, tool_call
+from otel_traj.dialects._usage import agent_usage, usage
+from otel_traj.spanview import SpanView
+from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
+
+DIALECT = "semconv"
+MODEL_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
+AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
+
+_ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "tool_arguments")
+_RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response")
+_DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+# Strands records a tool's result as Bedrock content blocks ``[{"text": ...}]``: the text is the result.
+_STRANDS_TEXT_BLOCKS = '[{"text": '
+
+
+def _is_strands(attrs: Mapping[str, Any]) -> bool:
+    return bool(first(attrs, ("gen_ai.provider.name", "gen_ai.system")) == "strands-agents")
+
+
+def parse(
+    view: SpanView, attrs: Mapping[str, Any], operation: str, max_chars: int, dialect: str = DIALECT
+) -> ToolCall | ModelCall | AgentRun | None:
+    if operation == "execute_tool":
+        return parse_tool(view, attrs, max_chars, dialect)
+    if operation in MODEL_OPERATIONS:
+        return parse_model(view, attrs, max_chars, dialect)
+    if operation in AGENT_OPERATIONS:
+        return parse_agent(view, attrs, max_chars, dialect)
+    return None
+
+
+def _details(view: SpanView) -> Mapping[str, Any] | None:
+    """Message attributes of the ``operation.details`` events (Strands records one per message list)."""
+    merged: dict[str, Any] | None = None
+    for event in view.events:
+        if event.name == _DETAILS_EVENT:
+            merged = merged if merged is not None else {}
+            merged.update(event.attributes or {})
+    return merged
+
+
+def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int, dialect: str = DIALECT) -> ToolCall:
+    name = as_str(attrs.get("gen_ai.tool.name")) or suffix(view.name, "execute_tool ") or "unknown"
+    arguments = first(attrs, _ARGUMENT_KEYS)
+    result = first(attrs, _RESULT_KEYS)
+    if (arguments is None or result is None) and view.events:
+        event_arguments, event_result = _tool_events(view)
+        arguments = event_arguments if arguments is None else arguments
+        result = event_result if result is None else result
+    if isinstance(result, str) and result.startswith(_STRANDS_TEXT_BLOCKS) and _is_strands(attrs):
+        result = content_text(result) or result
+    return tool_call(
+        view,
+        attrs,
+        dialect,
+        name,
+        max_chars,
+        call_id=attrs.get("gen_ai.tool.call.id"),
+        arguments=arguments,
+        result=result,
+    )
+
+
+def _tool_events(view: SpanView) -> tuple[Any, Any]:
+    """Strands: arguments in ``gen_ai.tool.message.content``, result in ``gen_ai.choice.message``."""
+    arguments = result = None
+    for event in view.events:
+        event_attrs = event.attributes or {}
+        if event.name == "gen_ai.tool.message" and arguments is None:
+            arguments = event_attrs.get("content")
+        elif event.name == "gen_ai.choice" and result is None:
+            result = event_attrs.get("message")
+    return arguments, result
+
+
+def parse_model(
+    view: SpanView, attrs: Mapping[str, Any], max_chars: int, dialect: str = DIALECT
+) -> ModelCall:
+    model = first(attrs, ("gen_ai.response.model", "gen_ai.request.model"))
+    if model is None:
+        model = suffix(view.name, "chat ") or suffix(view.name, "generate_content ")
+    input_text, output_text, requested, reasons = messages(view, attrs, max_chars)
+    finish = str_tuple(attrs.get("gen_ai.response.finish_reasons")) or reasons
+    return model_call(
+        view,
+        attrs,
+        dialect,
+        max_chars,
+        model=model,
+        provider=first(attrs, ("gen_ai.provider.name", "gen_ai.system")),
+        usage=usage(attrs),
+        finish_reasons=finish,
+        requested=requested,
+        input_text=input_text,
+        output_text=output_text,
+    )
+
+
+def messages(
+    view: SpanView, attrs: Mapping[str, Any], max_chars: int
+) -> tuple[str | None, str | None, tuple[RequestedTool, ...], tuple[str, ...]]:
+    """``(last user text, assistant text, requested tools, finish reasons)`` of a model span."""
+    source: Mapping[str, Any] = attrs
+    if "gen_ai.input.messages" not in attrs and "gen_ai.output.messages" not in attrs and view.events:
+        details = _details(view)
+        if details is None:
+            return _from_message_events(view, max_chars)
+        source = details
+    input_text = last_user_text(as_messages(source.get("gen_ai.input.messages")), max_chars)
+    output_text, requested, reasons = assistant_output(
+        as_messages(source.get("gen_ai.output.messages")), max_chars
+    )
+    return input_text, output_text, requested, reasons
+
+
+def _from_message_events(
+    view: SpanView, max_chars: int
+) -> tuple[str | None, str | None, tuple[RequestedTool, ...], tuple[str, ...]]:
+    user_text: str | None = None
+    outputs: list[Any] = []
+    reasons: list[str] = []
+    for event in view.events:
+        event_attrs = event.attributes or {}
+        name = event.name
+        if name == "gen_ai.user.message":
+            user_text = content_text(event_attrs.get("content")) or user_text
+        elif name == "gen_ai.choice":
+            message = event_attrs.get("message")
+            parsed = as_messages(message) if isinstance(message, str) and message[:1] in ("[", "{") else []
+            if parsed and isinstance(parsed[0], Mapping) and ("role" in parsed[0] or "content" in parsed[0]):
+                outputs += parsed
+            elif parsed:
+                outputs.append({"role": "assistant", "content": parsed})
+            elif isinstance(message, str):
+                outputs.append({"role": "assistant", "content": message})
+            reason = as_str(event_attrs.get("finish_reason"))
+            if reason:
+                reasons.append(reason)
+        elif name == "gen_ai.content.prompt":
+            prompt = as_messages(event_attrs.get("gen_ai.prompt"))
+            user_text = last_user_text(prompt, max_chars) or user_text
+        elif name == "gen_ai.content.completion":
+            outputs += as_messages(event_attrs.get("gen_ai.completion"))
+    output_text, requested, message_reasons = assistant_output(outputs, max_chars)
+    return user_text, output_text, requested, tuple(reasons) or message_reasons
+
+
+def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int, dialect: str = DIALECT) -> AgentRun:
+    name = first(attrs, ("gen_ai.agent.name", "agent_name")) or suffix(view.name, "invoke_agent ")
+    input_text, output_text, _, _ = messages(view, attrs, max_chars)
+    return agent_run(
+        view,
+        attrs,
+        dialect,
+        max_chars,
+        name=name,
+        conversation_id=first(attrs, ("gen_ai.conversation.id", "session.id")),
+        input_text=input_text,
+        output_text=output_text if output_text is not None else attrs.get("final_result"),
+        usage=agent_usage(attrs),
+    )
