@@ -1,0 +1,392 @@
+"""LangfuseSink against the Langfuse-compatible test server: wire format, idempotence, faults."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from otel_traj.sinks.langfuse import (
+    DROP_QUEUE_FULL,
+    DROP_REJECTED,
+    DROP_SHUTDOWN,
+    LangfuseSink,
+    send_verdicts,
+)
+from otel_traj.sinks.langfuse_scores import score_id
+from otel_traj.stats import PipelineStats
+from otel_traj.steps import ToolCall, span_hex
+from otel_traj.trajectory import Trajectory
+from otel_traj.verdict import CheckResult, Verdict
+from tests.langfuse_server import LangfuseTestServer, free_port
+
+SCORES = "/api/public/scores"
+
+END_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
+SECRET = "sk-live-7d41b2c9"
+
+
+def make_verdict(
+    trace_id: int, tool_span_ids: tuple[int, int] = (0x11, 0x22), end_ns: int = END_NS
+) -> Verdict:
+    """A run with two tool calls: the second one is denied (a failing check naming its step)."""
+    first, second = tool_span_ids
+    traj = Trajectory(
+        trace_id=trace_id,
+        agent="support_agent",
+        service_name="support-svc",
+        service_version="2.1.0",
+        tool_calls=[
+            ToolCall(
+                "lookup", first, arguments={"customer_id": "C023", "api_key": SECRET}, step_id=span_hex(first)
+            ),
+            ToolCall("delete_account", second, arguments={"customer_id": "C023"}, step_id=span_hex(second)),
+        ],
+        start_ns=end_ns - 2_000_000_000,
+        end_ns=end_ns,
+    )
+    checks = [
+        CheckResult("tools", "fail", "critical", "delete_account is denied", (span_hex(second),)),
+        CheckResult("order", "pass", "error", f"lookup ran first (api_key={SECRET}, mail bob@example.com)"),
+        CheckResult("arguments", "skipped", "error", "no argument schemas configured"),
+    ]
+    return Verdict(traj, checks, outcome="unsafe", score=0.5, policy_version="3@abc", graded_at_ns=end_ns + 5)
+
+
+# tools (trace + 1 observation) + order + score + outcome
+SCORES_PER_VERDICT = 5
+
+
+def fast_sink(server: LangfuseTestServer, **overrides: Any) -> LangfuseSink:
+    settings: dict[str, Any] = {
+        "public_key": server.public_key,
+        "secret_key": server.secret_key,
+        "base_url": server.url,
+        "environment": "test",
+        "flush_interval": 0.01,
+        "backoff_initial": 0.001,
+        "backoff_max": 0.01,
+        "timeout": 5.0,
+        "shutdown_timeout": 5.0,
+    }
+    settings.update(overrides)
+    return LangfuseSink(**settings)
+
+
+@pytest.fixture
+def server():
+    with LangfuseTestServer().running() as srv:
+        yield srv
+
+
+def attached(sink: LangfuseSink) -> PipelineStats:
+    stats = PipelineStats()
+    sink.attach(stats)
+    return stats
+
+
+def test_scores_land_on_trace_and_offending_observation(server: LangfuseTestServer) -> None:
+    sink = fast_sink(server)
+    sink.export(make_verdict(0xABC))
+    assert sink.force_flush(5000)
+    trace = f"{0xABC:032x}"
+    scores = server.scores_for(trace)
+    by_key = {(s["name"], s.get("observationId")): s for s in scores}
+    assert set(by_key) == {
+        ("traj.tools", None),
+        ("traj.tools", f"{0x22:016x}"),
+        ("traj.order", None),
+        ("traj.score", None),
+        ("traj.outcome", None),
+    }
+    assert (
+        by_key[("traj.tools", None)]["value"] == 0 and by_key[("traj.tools", None)]["dataType"] == "BOOLEAN"
+    )
+    assert by_key[("traj.order", None)]["value"] == 1
+    assert by_key[("traj.score", None)]["dataType"] == "NUMERIC"
+    assert by_key[("traj.score", None)]["value"] == 0.5
+    outcome = by_key[("traj.outcome", None)]
+    assert (outcome["dataType"], outcome["value"]) == ("CATEGORICAL", "unsafe")
+    assert outcome["metadata"]["skipped_checks"] == ["arguments"]
+    for s in scores:
+        assert s["environment"] == "test"
+        assert s["timestamp"].startswith("2026-01-01T00:00:00")
+        assert {k: s["metadata"][k] for k in ("policy_version", "agent", "service_version")} == {
+            "policy_version": "3@abc",
+            "agent": "support_agent",
+            "service_version": "2.1.0",
+        }
+        assert s["id"] == score_id(trace, s.get("observationId"), s["name"])
+    assert by_key[("traj.tools", None)]["comment"] == "delete_account is denied"
+    report = sink.report()
+    assert (report.delivered, report.rejected, report.dropped, report.pending) == (
+        SCORES_PER_VERDICT,
+        0,
+        0,
+        0,
+    )
+    assert report.form == "scores"
+    sink.shutdown()
+
+
+def test_comments_never_carry_sensitive_values(server: LangfuseTestServer) -> None:
+    sink = fast_sink(server)
+    sink.export(make_verdict(0xABD))
+    assert sink.force_flush(5000)
+    stored = server.scores_for(f"{0xABD:032x}")
+    text = " ".join(str(s.get("comment")) + str(s.get("metadata")) for s in stored)
+    assert SECRET not in text and "bob@example.com" not in text
+    assert "api_key=[REDACTED], mail [REDACTED]" in text
+    sink.shutdown()
+
+
+def test_regrading_overwrites_one_score_per_name(server: LangfuseTestServer) -> None:
+    sink = fast_sink(server)
+    sink.export(make_verdict(0xABE))
+    assert sink.force_flush(5000)
+    regraded = make_verdict(0xABE)
+    regraded.score = 0.25
+    regraded.graded_at_ns += 60_000_000_000
+    sink.export(regraded)
+    assert sink.force_flush(5000)
+    scores = server.scores_for(f"{0xABE:032x}")
+    keys = [(s["name"], s.get("observationId")) for s in scores]
+    assert len(keys) == len(set(keys)) == SCORES_PER_VERDICT
+    assert server.score_writes == 2 * SCORES_PER_VERDICT
+    assert next(s for s in scores if s["name"] == "traj.score")["value"] == 0.25
+    sink.shutdown()
+
+
+def test_server_down_at_start_then_up_loses_nothing() -> None:
+    port = free_port()
+    down = LangfuseTestServer(port=port)
+    sink = fast_sink(down, max_retries=100_000, batch_size=7)
+    stats = attached(sink)
+    for i in range(20):
+        sink.export(make_verdict(0x1000 + i))
+    assert not sink.force_flush(200)
+    assert sink.report().pending == 20 * SCORES_PER_VERDICT
+    with LangfuseTestServer(port=port).running() as up:
+        assert sink.force_flush(10_000)
+        assert len(up.scores) == 20 * SCORES_PER_VERDICT
+    report = sink.report()
+    assert (report.delivered, report.dropped, report.rejected) == (20 * SCORES_PER_VERDICT, 0, 0)
+    assert stats.snapshot().dropped == {}
+    sink.shutdown()
+
+
+def test_queue_cap_drops_oldest_and_counts_them() -> None:
+    port = free_port()
+    sink = fast_sink(LangfuseTestServer(port=port), max_retries=100_000, batch_size=5, max_queue=10)
+    stats = attached(sink)
+    total = 12 * SCORES_PER_VERDICT
+    for i in range(12):
+        sink.export(make_verdict(0x2000 + i))
+    with LangfuseTestServer(port=port).running() as up:
+        assert sink.force_flush(10_000)
+        report = sink.report()
+        snapshot = stats.snapshot()
+        assert report.delivered + report.dropped == total
+        # At most one batch was already in flight when the queue overflowed.
+        assert total - 10 - 5 <= report.dropped <= total - 10
+        assert snapshot.dropped == {DROP_QUEUE_FULL: report.dropped}
+        assert snapshot.sink_errors == {"langfuse": report.dropped}
+        assert len(up.scores) == report.delivered
+        # The newest verdict survives whole.
+        assert len(up.scores_for(f"{0x2000 + 11:032x}")) == SCORES_PER_VERDICT
+    sink.shutdown()
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_transient_failures_are_retried(server: LangfuseTestServer, status: int) -> None:
+    server.faults.fail_times, server.faults.fail_status = 3, status
+    sink = fast_sink(server)
+    sink.export(make_verdict(0x3000))
+    assert sink.force_flush(5000)
+    assert [r.status for r in server.posts(SCORES)] == [status, status, status, 202]
+    assert len(server.scores) == SCORES_PER_VERDICT
+    assert sink.report().dropped == 0
+    sink.shutdown()
+
+
+def test_retry_after_is_honoured(server: LangfuseTestServer) -> None:
+    server.faults.fail_times, server.faults.fail_status, server.faults.retry_after = 1, 429, "1"
+    sink = fast_sink(server)
+    started = time.monotonic()
+    sink.export(make_verdict(0x3100))
+    assert sink.force_flush(5000)
+    assert time.monotonic() - started >= 0.95  # backoff alone would wait at most 10 ms
+    assert len(server.scores) == SCORES_PER_VERDICT
+    sink.shutdown()
+
+
+def test_permanent_400_is_dropped_counted_and_logged_once(
+    server: LangfuseTestServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.faults.reject_status, server.faults.reject_message = 400, "score config mismatch"
+    sink = fast_sink(server, api_mode="scores")
+    stats = attached(sink)
+    caplog.set_level(logging.WARNING, logger="otel_traj.sinks.langfuse")
+    sink.export(make_verdict(0x4000))
+    assert sink.force_flush(5000)
+    sink.export(make_verdict(0x4001))
+    assert sink.force_flush(5000)
+    assert len(server.posts(SCORES)) == 2  # one attempt per batch, never retried
+    report = sink.report()
+    assert (report.delivered, report.rejected) == (0, 2 * SCORES_PER_VERDICT)
+    assert report.errors == ("HTTP 400: score config mismatch",)
+    assert stats.snapshot().dropped == {DROP_REJECTED: 2 * SCORES_PER_VERDICT}
+    assert stats.snapshot().sink_errors == {"langfuse": 2 * SCORES_PER_VERDICT}
+    assert [r.getMessage() for r in caplog.records].count(
+        "Langfuse rejected scores (not retried): HTTP 400: score config mismatch"
+    ) == 1
+    sink.shutdown()
+
+
+def test_wrong_credentials_are_permanent(server: LangfuseTestServer) -> None:
+    sink = fast_sink(server, secret_key="sk-wrong", api_mode="scores")
+    sink.export(make_verdict(0x4100))
+    assert sink.force_flush(5000)
+    assert sink.report().rejected == SCORES_PER_VERDICT
+    assert [r.status for r in server.requests] == [401]
+    sink.shutdown()
+
+
+def test_207_retries_only_transient_rejections(server: LangfuseTestServer) -> None:
+    server.faults.partial = {"traj.outcome": [503, 1], "traj.tools": [400, -1]}
+    sink = fast_sink(server)
+    sink.export(make_verdict(0x5000))
+    assert sink.force_flush(5000)
+    posts = server.posts(SCORES)
+    assert [(r.status, r.scores) for r in posts] == [(207, 2), (202, 1)]
+    names = sorted(s["name"] for s in server.scores.values())
+    assert names == ["traj.order", "traj.outcome", "traj.score"]
+    report = sink.report()
+    assert (report.delivered, report.rejected, report.dropped) == (3, 2, 0)
+    sink.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("version", "form", "path"),
+    [("v4-single", "single", SCORES), ("v3", "ingestion", "/api/public/ingestion")],
+)
+def test_older_servers_are_detected_once(version: str, form: str, path: str) -> None:
+    with LangfuseTestServer(version=version).running() as server:  # type: ignore[arg-type]
+        sink = fast_sink(server)
+        sink.export(make_verdict(0x6000))
+        assert sink.force_flush(5000)
+        assert sink.report().form == form
+        before = len(server.requests)
+        sink.export(make_verdict(0x6001))
+        assert sink.force_flush(5000)
+        later = server.requests[before:]
+        assert {r.path for r in later} == {path}
+        assert all(200 <= r.status < 300 for r in later)
+        assert len(server.scores) == 2 * SCORES_PER_VERDICT
+        assert len(server.scores_for(f"{0x6001:032x}")) == SCORES_PER_VERDICT
+        sink.shutdown()
+
+
+def test_v3_ingestion_partial_errors_retry_transient_only() -> None:
+    with LangfuseTestServer(version="v3").running() as server:
+        server.faults.partial = {"traj.score": [500, 1], "traj.order": [400, -1]}
+        sink = fast_sink(server, api_mode="ingestion")
+        sink.export(make_verdict(0x6100))
+        assert sink.force_flush(5000)
+        assert sorted(s["name"] for s in server.scores.values()) == [
+            "traj.outcome",
+            "traj.score",
+            "traj.tools",
+            "traj.tools",
+        ]
+        assert sink.report().rejected == 1
+        sink.shutdown()
+
+
+def test_shutdown_flushes_pending_within_timeout(server: LangfuseTestServer) -> None:
+    server.faults.delay = 0.05
+    sink = fast_sink(server, batch_size=5, flush_interval=60)
+    for i in range(6):
+        sink.export(make_verdict(0x7000 + i))
+    started = time.monotonic()
+    sink.shutdown(timeout_millis=5000)
+    assert time.monotonic() - started < 5
+    assert len(server.scores) == 6 * SCORES_PER_VERDICT
+    assert sink.report().delivered == 6 * SCORES_PER_VERDICT
+
+
+def test_shutdown_gives_up_at_the_timeout_and_counts() -> None:
+    sink = fast_sink(LangfuseTestServer(port=free_port()), max_retries=100_000)
+    stats = attached(sink)
+    for i in range(4):
+        sink.export(make_verdict(0x7100 + i))
+    started = time.monotonic()
+    sink.shutdown(timeout_millis=200)
+    assert time.monotonic() - started < 2
+    assert sink.force_flush(2000)  # the delivery thread has counted its last batch
+    report = sink.report()
+    assert (report.delivered, report.dropped, report.pending) == (0, 4 * SCORES_PER_VERDICT, 0)
+    assert stats.snapshot().dropped == {DROP_SHUTDOWN: 4 * SCORES_PER_VERDICT}
+    sink.export(make_verdict(0x7200))
+    assert stats.snapshot().dropped == {DROP_SHUTDOWN: 5 * SCORES_PER_VERDICT}
+
+
+def test_send_verdicts_reports_the_fate_of_every_score(server: LangfuseTestServer) -> None:
+    sink = fast_sink(server, max_queue=8)
+    report = send_verdicts([make_verdict(0x8000 + i) for i in range(10)], sink=sink, timeout=10)
+    assert report.ok and report.delivered == 10 * SCORES_PER_VERDICT
+    assert len(server.scores) == 10 * SCORES_PER_VERDICT
+    sink.shutdown()
+
+
+def test_configuration_from_environment(server: LangfuseTestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", server.public_key)
+    monkeypatch.setenv("LANGFUSE_SECRET_KEY", server.secret_key)
+    monkeypatch.delenv("LANGFUSE_BASE_URL", raising=False)
+    monkeypatch.setenv("LANGFUSE_HOST", server.url)
+    monkeypatch.setenv("LANGFUSE_TRACING_ENVIRONMENT", "staging")
+    report = send_verdicts([make_verdict(0x9000)], timeout=10)
+    assert report.ok and report.delivered == SCORES_PER_VERDICT
+    assert {s["environment"] for s in server.scores.values()} == {"staging"}
+
+
+def test_invalid_configuration_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LANGFUSE_PUBLIC_KEY", raising=False)
+    with pytest.raises(ValueError, match="LANGFUSE_PUBLIC_KEY"):
+        LangfuseSink(secret_key="s")
+    with pytest.raises(ValueError, match="environment='Prod'"):
+        LangfuseSink(public_key="p", secret_key="s", environment="Prod")
+    with pytest.raises(ValueError, match="api_mode='v2'"):
+        LangfuseSink(public_key="p", secret_key="s", api_mode="v2")  # type: ignore[arg-type]
+
+
+def test_server_double_is_strict(server: LangfuseTestServer) -> None:
+    """The checks above only mean something if the double refuses what the real API refuses."""
+    auth = {"Authorization": server.auth_header}
+    good = {"id": "x", "traceId": "a" * 32, "name": "n", "value": 1, "dataType": "BOOLEAN"}
+    cases = [
+        ({**good, "unknownField": 1}, "unrecognized keys"),
+        ({k: v for k, v in good.items() if k != "name"}, "name"),
+        ({**good, "value": 2}, "BOOLEAN scores must be 0 or 1"),
+        ({**good, "dataType": "CATEGORICAL"}, "string value"),
+        ({k: v for k, v in good.items() if k != "traceId"}, "exactly one of"),
+    ]
+    for body, error in cases:
+        response = httpx.post(server.url + SCORES, json=[body], headers=auth)
+        assert response.status_code == 400 and error in response.json()["error"]
+    assert httpx.post(server.url + SCORES, json=[good]).status_code == 401
+    assert httpx.post(server.url + SCORES, json=[good], headers=auth).status_code == 202
+    page = httpx.get(server.url + SCORES, params={"traceId": "a" * 32}, headers=auth).json()
+    assert page["meta"]["totalItems"] == 1 and page["data"][0]["stringValue"] == "True"
+
+
+def test_end_to_end_timestamp_is_trajectory_end(server: LangfuseTestServer) -> None:
+    sink = fast_sink(server)
+    verdict = make_verdict(0xA000, end_ns=END_NS + 1_500_000)
+    sink.export(verdict)
+    assert sink.force_flush(5000)
+    assert {s["timestamp"] for s in server.scores.values()} == {"2026-01-01T00:00:00.001500Z"}
+    sink.shutdown()
