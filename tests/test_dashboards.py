@@ -1,0 +1,202 @@
+"""dashboards/: rules pass promtool, and every Grafana query parses and reads metrics that exist."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from otel_traj.sinks.prometheus import PrometheusSink
+from otel_traj.stats import PipelineStats
+from otel_traj.steps import ModelCall, ToolCall
+from otel_traj.trajectory import Tokens, Trajectory
+from otel_traj.verdict import CheckResult, Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+PROM_DIR = ROOT / "dashboards" / "prometheus"
+DASHBOARD = ROOT / "dashboards" / "grafana" / "otel-traj.json"
+
+# Grafana expands these before the query reaches Prometheus.
+GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__interval": "30s", "$__range": "6h", "$agent": ".*"}
+PROMQL_WORDS = {
+    "by", "without", "on", "ignoring", "group_left", "group_right", "offset", "bool", "and", "or", "unless",
+    "inf", "nan",
+}  # fmt: skip
+
+
+def promtool() -> str:
+    path = shutil.which("promtool")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("promtool is not installed; CI must install Debian's prometheus package")
+        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    return path
+
+
+def run_promtool(*args: str, cwd: Path = PROM_DIR) -> str:
+    proc = subprocess.run([promtool(), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    return output
+
+
+def dashboard() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return data
+
+
+def dashboard_queries() -> list[str]:
+    return [t["expr"] for p in dashboard()["panels"] for t in p.get("targets", [])]
+
+
+def expand(expr: str) -> str:
+    for variable, replacement in GRAFANA_VARIABLES.items():
+        expr = expr.replace(variable, replacement)
+    return expr
+
+
+def rule_exprs() -> list[str]:
+    groups = yaml.safe_load((PROM_DIR / "rules.yml").read_text())["groups"]
+    return [rule["expr"] for group in groups for rule in group["rules"]]
+
+
+def recorded_names() -> set[str]:
+    groups = yaml.safe_load((PROM_DIR / "rules.yml").read_text())["groups"]
+    return {rule["record"] for group in groups for rule in group["rules"] if "record" in rule}
+
+
+def metric_names(expr: str) -> set[str]:
+    """Series names an expression reads: identifiers left after removing strings, label matchers,
+    ranges, grouping clauses and function calls."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', "", expr)
+    expr = re.sub(r"\{[^}]*\}", "", expr)
+    expr = re.sub(r"\[[^\]]*\]", "", expr)
+    expr = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", expr)
+    expr = re.sub(r"\boffset\s+\w+", "", expr)
+    names = set()
+    for match in re.finditer(r"(?<![\w.])([a-zA-Z_:][\w:]*)(\s*\()?", expr):
+        if match.group(2) is None and match.group(1).lower() not in PROMQL_WORDS:
+            names.add(match.group(1))
+    return names
+
+
+def exposed_names() -> set[str]:
+    """Every series name the sink exposes once each kind of metric has a sample."""
+    sink = PrometheusSink()
+    stats = PipelineStats()
+    sink.attach(stats)
+    stats.count_dropped("queue_full")
+    stats.count_sink_error("langfuse")
+    traj = Trajectory(
+        trace_id=1,
+        agent="support_agent",
+        tool_calls=[ToolCall(name="list_invoices", span_id=2, step_id="0000000000000002")],
+        model_calls=[ModelCall(span_id=3)],
+        tokens=Tokens(input=10, output=5),
+    )
+    check = CheckResult(
+        "scope", "fail", "critical", "list_invoices used customer_id=C028", ("0000000000000002",)
+    )
+    sink.export(Verdict(traj, [check], outcome="unsafe"))
+    return {sample.name for family in sink.registry.collect() for sample in family.samples}
+
+
+def test_rules_pass_promtool_check() -> None:
+    assert "SUCCESS" in run_promtool("check", "rules", "rules.yml")
+
+
+def test_rules_unit_tests_pass() -> None:
+    assert "SUCCESS" in run_promtool("test", "rules", "rules_test.yml")
+
+
+def test_rules_unit_tests_cover_every_alert() -> None:
+    tests = yaml.safe_load((PROM_DIR / "rules_test.yml").read_text())["tests"]
+    cases = [case for test in tests for case in test.get("alert_rule_test", [])]
+    groups = yaml.safe_load((PROM_DIR / "rules.yml").read_text())["groups"]
+    alerts = {rule["alert"] for group in groups for rule in group["rules"] if "alert" in rule}
+    for alert in alerts:
+        outcomes = {bool(case["exp_alerts"]) for case in cases if case["alertname"] == alert}
+        assert outcomes == {True, False}, f"{alert} needs a firing and a not-firing case"
+
+
+def test_scrape_config_example_is_valid() -> None:
+    assert "SUCCESS" in run_promtool("check", "config", "prometheus.yml")
+
+
+def test_rules_read_only_exposed_metrics() -> None:
+    known = exposed_names()
+    for expr in rule_exprs():
+        assert metric_names(expr), expr
+        assert metric_names(expr) <= known, f"unknown metrics {metric_names(expr) - known} in {expr}"
+
+
+def test_every_dashboard_query_parses(tmp_path: Path) -> None:
+    queries = dashboard_queries()
+    rules = {
+        "groups": [
+            {
+                "name": "dashboard",
+                "rules": [
+                    {"record": f"dashboard:query_{i}", "expr": expand(q)} for i, q in enumerate(queries)
+                ],
+            }
+        ]
+    }
+    (tmp_path / "dashboard_rules.yml").write_text(yaml.safe_dump(rules))
+    assert f"SUCCESS: {len(queries)} rules found" in run_promtool(
+        "check", "rules", "dashboard_rules.yml", cwd=tmp_path
+    )
+
+
+def test_every_dashboard_query_reads_metrics_that_exist() -> None:
+    known = exposed_names() | recorded_names()
+    agent_variable = dashboard()["templating"]["list"][1]["definition"]
+    match = re.fullmatch(r"label_values\((\w+), agent\)", agent_variable)
+    assert match and match.group(1) in known, agent_variable
+    for query in dashboard_queries():
+        names = metric_names(expand(query))
+        assert names, query
+        assert names <= known, f"unknown metrics {names - known} in {query}"
+
+
+def test_dashboard_uses_datasource_and_agent_variables() -> None:
+    text = DASHBOARD.read_text()
+    assert "DS_PROMETHEUS" not in text
+    data = dashboard()
+    variables = {v["name"]: v for v in data["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    assert variables["agent"]["multi"] is True
+    health = {"otel_traj_spans_total", "otel_traj_traces_in_flight", "otel_traj_dropped_total"}
+    health |= {"otel_traj_sink_errors_total", "otel_traj_internal_errors_total"}
+    for panel in data["panels"]:
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == "${datasource}"
+            if not metric_names(expand(target["expr"])) <= health:
+                assert 'agent=~"$agent"' in target["expr"], (panel["title"], target["expr"])
+
+
+def test_dashboard_has_the_panels_operators_need() -> None:
+    titles = " | ".join(p["title"].lower() for p in dashboard()["panels"])
+    for needle in (
+        "outcome",
+        "check failures by check",
+        "scope violations",
+        "tokens per trajectory",
+        "tool calls per trajectory",
+        "budget-exceeded rate",
+        "pipeline health",
+        "dropped",
+        "sink errors",
+    ):
+        assert needle in titles, needle
