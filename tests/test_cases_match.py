@@ -88,6 +88,17 @@ def test_parallel_calls_have_no_order_among_themselves() -> None:
         call(2, "get_subscription", {"customer_id": "C023"}, start_ns=12, end_ns=40, parallel=True),
     )
     assert match_trajectory(parallel, case(*EXPECTED, match="strict")).passed
+    # Overlap decides, not the builder's flag (it marks only sibling spans).
+    unflagged = traj(
+        call(1, "list_invoices", {"customer_id": "C023"}, start_ns=10, end_ns=50),
+        call(2, "get_subscription", {"customer_id": "C023"}, start_ns=12, end_ns=40),
+    )
+    assert match_trajectory(unflagged, case(*EXPECTED, match="strict")).passed
+    one_after_the_other = traj(
+        call(1, "list_invoices", {"customer_id": "C023"}, start_ns=10, end_ns=50),
+        call(2, "get_subscription", {"customer_id": "C023"}, start_ns=60, end_ns=90),
+    )
+    assert not match_trajectory(one_after_the_other, case(*EXPECTED, match="strict")).passed
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ Modes (after the reference-trajectory evaluators users already know):
 
 Calls to a tool listed only in ``expect_error_from`` are tolerated: neither missing nor extra. Pairs
 are found by an optimal assignment (``strict``: an order-preserving alignment), never first-fit.
-Calls that ran in parallel (overlapping spans) have no order among themselves.
+Calls that ran concurrently (overlapping spans) have no order among themselves.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ def step_id(call: ToolCall) -> str:
 
 
 def observed_calls(trajectory: Trajectory, case: GoldenCase) -> list[ToolCall]:
-    """The executed tool calls in trajectory order; within a group of overlapping parallel calls,
-    ordered as the case lists their tools, since parallel calls have no order of their own."""
+    """The executed tool calls in trajectory order; within a group of calls whose spans overlap in
+    time, ordered as the case lists their tools: neither can have waited for the other's result, so
+    they have no order of their own (whether or not the builder marked them ``parallel``, which needs
+    sibling spans)."""
     calls = [c for c in trajectory.tool_calls if c.observed]
     position: dict[str, int] = {}
     for index, tool in enumerate(case.expected_tools):
@@ -43,7 +45,7 @@ def observed_calls(trajectory: Trajectory, case: GoldenCase) -> list[ToolCall]:
     group: list[ToolCall] = []
     group_end = 0
     for call in calls:
-        if group and call.parallel and group[-1].parallel and call.start_ns < group_end:
+        if group and call.start_ns < group_end:
             group.append(call)
             group_end = max(group_end, call.end_ns)
             continue
