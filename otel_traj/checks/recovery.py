@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from otel_traj.checks.base import args_key, count, failed, label, one_line, passed, skipped, step_id, step_ids
+from otel_traj.checks.base import (
+    ArgsKey,
+    args_key,
+    count,
+    failed,
+    label,
+    one_line,
+    passed,
+    skipped,
+    step_id,
+    step_ids,
+)
 from otel_traj.policy import Recovery
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
@@ -15,20 +26,16 @@ def _failing_runs(calls: list[ToolCall]) -> list[list[ToolCall]]:
     """Maximal runs of consecutive identical failing calls (nothing new tried in between)."""
     runs: list[list[ToolCall]] = []
     current: list[ToolCall] = []
+    current_key: ArgsKey | None = None
     for call in calls:
-        key = args_key(call)
-        same = (
-            bool(current)
-            and key is not None
-            and current[-1].name == call.name
-            and args_key(current[-1]) == key
-        )
-        if not call.ok and same:
+        # Only failures can form a run, so successful calls never pay for an argument key.
+        key = None if call.ok else args_key(call)
+        if key is not None and current and current[-1].name == call.name and key == current_key:
             current.append(call)
             continue
         if len(current) > 1:
             runs.append(current)
-        current = [call] if not call.ok and key is not None else []
+        current, current_key = ([call], key) if key is not None else ([], None)
     if len(current) > 1:
         runs.append(current)
     return runs
