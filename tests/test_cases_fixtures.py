@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from otel_traj.adapters import read_trace_files
-from otel_traj.cases import GoldenCase, evaluate, grade_case, load_cases
+from otel_traj.cases import GoldenCase, apply_cases, evaluate, grade_case, load_cases, summary_lines
+from otel_traj.grader import Grader
 from otel_traj.offline import trajectories_from_views
+from otel_traj.policy import load_policy
 from otel_traj.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,3 +85,32 @@ def test_runs_of_several_frameworks_count_as_k_runs_of_one_case(refund_case: Gol
     assert (summary.k, summary.passes) == (6, 3)
     assert summary.pass_at_k and not summary.pass_hat_k
     assert summary.pass_at(2) == pytest.approx(1 - 3 / 15)
+
+
+def test_case_checks_join_the_policy_verdict() -> None:
+    grader = Grader(load_policy(ROOT / "examples" / "policies" / "support_agent.yaml"))
+    runs = [_trajectory("pydantic_ai", "clean"), _trajectory("pydantic_ai", "violating")]
+    runs.append(Trajectory(trace_id=99, user_input="What is the weather?"))
+    verdicts = [grader.grade(t) for t in runs]
+    cases = load_cases(ROOT / "examples" / "cases" / "golden_cases.jsonl")
+    merged, report = apply_cases(verdicts, cases)
+    clean, violating, unrelated = merged
+    assert [c.name for c in clean.checks[len(verdicts[0].checks) :]] == [
+        "case.trajectory_match",
+        "case.tool_selection",
+        "case.parameter_extraction",
+        "case.result_utilization",
+        "case.error_recovery",
+        "case.plan_coherence",
+        "case.task_completion",
+    ]
+    assert clean.outcome == verdicts[0].outcome
+    assert clean.outcome in ("pass", "pass_with_warnings")
+    assert violating.outcome in ("fail", "unsafe")
+    assert violating.score < verdicts[1].score
+    [no_case] = unrelated.checks[len(verdicts[2].checks) :]
+    assert (no_case.name, no_case.status) == ("case.trajectory_match", "skipped")
+    assert summary_lines(report) == [
+        "case refund-duplicate-charge: 1/2 runs passed, pass@2=yes, pass^2=no",
+        "1 run(s) matched no golden case",
+    ]
