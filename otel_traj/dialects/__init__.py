@@ -37,6 +37,7 @@ _MARKERS = frozenset(
         *pydantic_ai.MARKERS,
     }
 )
+_PYDANTIC_MARKERS = frozenset(pydantic_ai.MARKERS)
 _NAME_PREFIXES = ("execute_tool ", "invoke_agent ", "chat ", "running tool", "agent run", "call_llm")
 _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
 
@@ -76,8 +77,7 @@ def _by_attributes(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> 
     template = attrs.get("logfire.msg_template")
     if isinstance(template, str) and template.startswith(logfire.TEMPLATES):
         return logfire.parse(view, attrs, template, max_chars)
-    pydantic = view.name == "running tool" or any(key in attrs for key in pydantic_ai.MARKERS)
-    if pydantic:
+    if view.name == "running tool" or not _PYDANTIC_MARKERS.isdisjoint(attrs):
         return pydantic_ai.parse(view, attrs, max_chars)
     operation = attrs.get("gen_ai.operation.name")
     if isinstance(operation, str):

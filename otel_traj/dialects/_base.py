@@ -126,21 +126,22 @@ def span_error(
 ) -> tuple[bool, str | None, str | None]:
     """``(ok, error_type, error_message)`` from the status, ``error.type`` and ``exception`` events.
 
-    Exception events are read only for failed spans: the success path stays cheap.
+    The exception event's message wins over the status description, which some instrumentations
+    fill with the exception's repr and traceback. Events are read only for failed spans.
     """
     error_type = as_str(attrs.get("error.type"))
     if not (failed or error_type or view.status_code == STATUS_ERROR):
         return True, None, None
-    message = view.status_message if isinstance(view.status_message, str) and view.status_message else None
-    if error_type is None or message is None:
-        try:
-            for event in view.events:
-                if event.name != "exception":
-                    continue
+    message: str | None = None
+    try:
+        for event in view.events:
+            if event.name == "exception":
                 event_attrs = event.attributes or {}
                 error_type = error_type or as_str(event_attrs.get("exception.type"))
-                message = message or as_str(event_attrs.get("exception.message"))
+                message = as_str(event_attrs.get("exception.message"))
                 break
-        except (AttributeError, TypeError):
-            pass
+    except (AttributeError, TypeError):
+        pass
+    if message is None and isinstance(view.status_message, str) and view.status_message:
+        message = view.status_message
     return False, error_type, message

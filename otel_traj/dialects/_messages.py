@@ -8,12 +8,17 @@ content blocks ``[{text}, {toolUse}]``, Vercel AI SDK ``[{type: text|tool-call}]
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects._base import as_str, clip_text, dumps, loads
 from otel_traj.steps import RequestedTool
 
+_DECODER = json.JSONDecoder()
+_USER_MARKERS = ('"role":"user"', '"role": "user"')
+# Tool results travel as user turns without text: look back past a few of them, then parse it all.
+_MAX_USER_PROBES = 8
 _CALL_ITEM_TYPES = frozenset({"function_call", "tool_call"})
 _TEXT_TYPES = frozenset({"text", "output_text", "input_text"})
 _USER_ROLES = frozenset({"user", "human"})
@@ -130,6 +135,33 @@ def last_assistant_text(messages: list[Any], max_chars: int) -> str | None:
             if text:
                 return clip_text(text, max_chars)
     return None
+
+
+def last_user_text_in(value: Any, max_chars: int) -> str | None:
+    """``last_user_text`` of a JSON message list, without parsing the whole list when possible.
+
+    Input message lists grow with the conversation (every model call repeats it), so parsing them
+    in full makes a run's cost quadratic. The last ``"role": "user"`` message is found by searching
+    the text from the end and decoding only that object; any doubt (the role is not the object's
+    first key, a decode error) falls back to the full parse.
+    """
+    if not isinstance(value, str):
+        return last_user_text(as_messages(value), max_chars)
+    end = len(value)
+    for _ in range(_MAX_USER_PROBES):
+        position = max(value.rfind(marker, 0, end) for marker in _USER_MARKERS)
+        start = value.rfind("{", 0, position) if position > 0 else -1
+        if start < 0 or value[start + 1 : position].strip():
+            break
+        try:
+            message, _ = _DECODER.raw_decode(value, start)
+        except ValueError:
+            break
+        text = message_text(message) if role(message) in _USER_ROLES else None
+        if text:
+            return clip_text(text, max_chars)
+        end = start
+    return last_user_text(as_messages(value), max_chars)
 
 
 def _requested(name: Any, call_id: Any, arguments: Any, max_chars: int) -> RequestedTool | None:

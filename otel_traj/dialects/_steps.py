@@ -55,6 +55,12 @@ def tool_call(
     )
 
 
+def _text(value: Any, max_chars: int) -> str | None:
+    """Message text, without the whitespace models and frameworks leave around it."""
+    text = clip_text(value, max_chars)
+    return text.strip() or None if text is not None else None
+
+
 def model_call(
     view: SpanView,
     attrs: Mapping[str, Any],
@@ -84,8 +90,8 @@ def model_call(
         reasoning_tokens=usage.reasoning,
         finish_reasons=finish_reasons,
         requested_tools=requested,
-        input_text=clip_text(input_text, max_chars),
-        output_text=clip_text(output_text, max_chars),
+        input_text=_text(input_text, max_chars),
+        output_text=_text(output_text, max_chars),
         ok=ok,
         error_type=error_type,
         dialect=dialect,
@@ -112,8 +118,8 @@ def agent_run(
         end_ns=view.end_ns,
         agent_name=clip_text(as_str(name), max_chars),
         conversation_id=as_str(conversation_id),
-        input_text=clip_text(input_text, max_chars),
-        output_text=clip_text(output_text, max_chars),
+        input_text=_text(input_text, max_chars),
+        output_text=_text(output_text, max_chars),
         input_tokens=usage.input if usage else None,
         output_tokens=usage.output if usage else None,
         ok=ok,

@@ -19,6 +19,7 @@ from otel_traj.dialects._messages import (
     content_text,
     last_assistant_text,
     last_user_text,
+    last_user_text_in,
     openai_tool_call,
 )
 from otel_traj.dialects._steps import agent_run, model_call, tool_call
@@ -117,7 +118,7 @@ def _flat_output(attrs: Mapping[str, Any], max_chars: int) -> tuple[str | None, 
 def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ModelCall:
     input_text = _flat_last_user(attrs, max_chars)
     if input_text is None and attrs.get("input.mime_type") == "application/json":
-        input_text = last_user_text(as_messages(attrs.get("input.value")), max_chars)
+        input_text = last_user_text_in(attrs.get("input.value"), max_chars)
     output_text, requested = _flat_output(attrs, max_chars)
     reasons = str_tuple(attrs.get("llm.finish_reason"))
     if output_text is None and not requested and attrs.get("output.mime_type") == "application/json":

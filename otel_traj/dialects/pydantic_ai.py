@@ -15,7 +15,7 @@ from typing import Any
 
 from otel_traj.dialects import semconv
 from otel_traj.dialects._base import as_str, first, loads
-from otel_traj.dialects._messages import as_messages, content_text, last_user_text
+from otel_traj.dialects._messages import content_text, last_user_text_in
 from otel_traj.dialects._steps import agent_run, tool_call
 from otel_traj.dialects._usage import agent_usage
 from otel_traj.spanview import SpanView
@@ -75,7 +75,7 @@ def _input_from_events(value: Any, max_chars: int) -> str | None:
 def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> AgentRun:
     input_text = None
     if "pydantic_ai.all_messages" in attrs:
-        input_text = last_user_text(as_messages(attrs.get("pydantic_ai.all_messages")), max_chars)
+        input_text = last_user_text_in(attrs.get("pydantic_ai.all_messages"), max_chars)
     elif "all_messages_events" in attrs:
         input_text = _input_from_events(attrs.get("all_messages_events"), max_chars)
     return agent_run(

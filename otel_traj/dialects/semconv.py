@@ -14,7 +14,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects._base import as_str, first, str_tuple, suffix
-from otel_traj.dialects._messages import as_messages, assistant_output, content_text, last_user_text
+from otel_traj.dialects._messages import (
+    as_messages,
+    assistant_output,
+    content_text,
+    last_user_text,
+    last_user_text_in,
+)
 from otel_traj.dialects._steps import agent_run, model_call, tool_call
 from otel_traj.dialects._usage import agent_usage, usage
 from otel_traj.spanview import SpanView
@@ -124,7 +130,7 @@ def messages(
         if details is None:
             return _from_message_events(view, max_chars)
         source = details
-    input_text = last_user_text(as_messages(source.get("gen_ai.input.messages")), max_chars)
+    input_text = last_user_text_in(source.get("gen_ai.input.messages"), max_chars)
     output_text, requested, reasons = assistant_output(
         as_messages(source.get("gen_ai.output.messages")), max_chars
     )

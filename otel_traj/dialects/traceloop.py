@@ -16,10 +16,10 @@ from typing import Any
 from otel_traj.dialects import semconv
 from otel_traj.dialects._base import PARSE_LIMIT, as_str, clip_text, first, loads, str_tuple, suffix
 from otel_traj.dialects._messages import (
-    as_messages,
     content_text,
     last_assistant_text,
     last_user_text,
+    last_user_text_in,
     openai_tool_call,
 )
 from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
@@ -190,7 +190,7 @@ def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Mod
     input_text = _indexed_prompt(attrs, max_chars)
     output_text, requested, reasons = _indexed_completion(attrs, max_chars)
     if input_text is None and "gen_ai.prompt" in attrs:
-        input_text = last_user_text(as_messages(attrs.get("gen_ai.prompt")), max_chars)
+        input_text = last_user_text_in(attrs.get("gen_ai.prompt"), max_chars)
     return model_call(
         view,
         attrs,

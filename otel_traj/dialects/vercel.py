@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects._base import as_str, clip_text, first, loads, str_tuple
-from otel_traj.dialects._messages import as_messages, content_text, last_user_text
+from otel_traj.dialects._messages import as_messages, content_text, last_user_text, last_user_text_in
 from otel_traj.dialects._steps import agent_run, model_call, tool_call
 from otel_traj.dialects._usage import usage
 from otel_traj.spanview import SpanView
@@ -88,7 +88,7 @@ def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Mod
             first(attrs, ("ai.response.finishReason", "gen_ai.response.finish_reasons"))
         ),
         requested=_tool_calls(first(attrs, ("ai.response.toolCalls", "ai.result.toolCalls")), max_chars),
-        input_text=last_user_text(as_messages(attrs.get("ai.prompt.messages")), max_chars),
+        input_text=last_user_text_in(attrs.get("ai.prompt.messages"), max_chars),
         output_text=first(attrs, ("ai.response.text", "ai.result.text")),
     )
 
