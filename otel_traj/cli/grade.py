@@ -1,17 +1,26 @@
-"""``otel-traj grade PATH...``: rebuild (and, with a policy, grade) trajectories from trace files."""
+"""``otel-traj grade PATH...``: rebuild (and, with a policy, grade) trajectories from trace files.
+
+Exit codes, for CI: 0 when every trajectory is ``pass``, ``pass_with_warnings`` or ``incomplete``;
+1 when any is ``unsafe`` or ``fail``; 2 when an input is unreadable or the policy is invalid.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from otel_traj.adapters import TraceFileError, read_trace_files
+from otel_traj.grader import Grader
 from otel_traj.offline import trajectories_from_views
 from otel_traj.pipeline import ungraded
-from otel_traj.serialize import verdict_to_dict
-from otel_traj.verdict import Verdict
+from otel_traj.policy import PolicyError, load_policy
+from otel_traj.reports import RENDERERS, render
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INPUT = 2
 
 
 def register(subparsers: Any) -> None:
@@ -19,37 +28,36 @@ def register(subparsers: Any) -> None:
         "grade",
         help="rebuild and grade trajectories from trace files",
         description="Read trace files (OTLP protobuf or JSON, JSON Lines, Tempo, Jaeger; "
-        "auto-detected; directories are searched) and print each agent run's trajectory.",
+        "auto-detected; directories are searched), rebuild each agent run's trajectory and, with "
+        "--policy, grade it. Exit 1 if any trajectory is unsafe or fails, 2 on unreadable input "
+        "or an invalid policy.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="trace files or directories")
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--policy", metavar="FILE", help="policy file (YAML or JSON) to grade against")
+    parser.add_argument("--format", choices=tuple(RENDERERS), default="table", help="report format")
+    parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.set_defaults(run=run)
-
-
-def _table(verdicts: list[Verdict]) -> str:
-    lines = []
-    for v in verdicts:
-        t = v.trajectory
-        tools = " -> ".join(
-            f"{c.name}{'' if c.ok else '!'}{'' if c.observed else '?'}" for c in t.tool_calls
-        )
-        lines.append(
-            f"{t.trace_hex}  {t.agent_label}  turns={t.model_turns} "
-            f"tokens={t.tokens.input}/{t.tokens.output}  "
-            f"{'complete' if t.complete else 'INCOMPLETE'}\n    {tools or '(no tool calls)'}"
-        )
-    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
+        grade = Grader(load_policy(args.policy)).grade if args.policy else ungraded
+    except PolicyError as exc:
+        print(f"otel-traj: invalid policy\n{exc}", file=sys.stderr)
+        return EXIT_INPUT
+    try:
         batch = read_trace_files(args.paths)
     except TraceFileError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
-        return 2
-    verdicts = [ungraded(t) for t in trajectories_from_views(batch)]
-    if args.format == "json":
-        print(json.dumps({"trajectories": [verdict_to_dict(v) for v in verdicts]}, indent=2))
+        return EXIT_INPUT
+    verdicts = [grade(t) for t in trajectories_from_views(batch)]
+    report = render(args.format, verdicts)
+    if args.out:
+        try:
+            Path(args.out).write_text(report, encoding="utf-8")
+        except OSError as exc:
+            print(f"otel-traj: cannot write {args.out}: {exc}", file=sys.stderr)
+            return EXIT_INPUT
     else:
-        print(_table(verdicts))
-    return 0
+        sys.stdout.write(report)
+    return EXIT_FAILED if any(v.outcome in ("unsafe", "fail") for v in verdicts) else EXIT_OK
