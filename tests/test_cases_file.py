@@ -75,6 +75,11 @@ def test_plain_golden_format_is_accepted_as_is(tmp_path: Path) -> None:
             "tool_args names tools not in expected_tools: nope",
         ),
         ({**MINIMAL, "nonempty": ["reason"]}, "(case)", "'reason' is in no expected tool's args"),
+        (
+            {**MINIMAL, "expected_tools": [{"name": "t"}], "tool_args": {"t": "loose"}},
+            "tool_args.t",
+            "Input should be 'exact', 'ignore', 'subset' or 'superset' (got \"loose\")",
+        ),
     ],
 )
 def test_invalid_case_names_file_line_and_field(
@@ -132,6 +137,11 @@ def test_find_case_by_attribute_conversation_and_input() -> None:
     wrapped = find_case(_run("[channel: email] " + REFUND_INPUT + " Thanks!"), cases)
     assert wrapped is not None and (wrapped.case.case_id, wrapped.matched_by) == ("refund", "input_contains")
     assert find_case(_run("Hello there"), cases) is None
+    # Containment is by whole words, and a short input is not a prefix of anything.
+    assert find_case(_run("refunds"), cases) is None
+    assert find_case(_run("Which"), cases) is None
+    truncated = find_case(_run(REFUND_INPUT[:40]), cases)
+    assert truncated is not None and truncated.case.case_id == "refund"
     assert find_case(_run(None), cases) is None
 
 

@@ -2,12 +2,14 @@
 
 In order: a configured attribute whose value is the case id (an eval harness can tag its runs, e.g.
 ``eval.case_id``; a case may name its own with ``match_on``), the conversation id equal to the case id,
-then the user's input: equal after normalizing whitespace and case, else one containing the other
-(the longest case input wins, so a specific case beats a generic one).
+then the user's input: equal after normalizing whitespace and case, else containing the case input
+as whole words (a harness wrapped it) or being a long prefix of it (the capture was truncated); the
+longest case input wins, so a specific case beats a generic one.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -26,6 +28,20 @@ class CaseMatch:
 
 def normalize_text(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+# A captured input shorter than this is too generic to stand for a truncated case input.
+_MIN_PREFIX = 32
+
+
+def _contains(user: str, case_text: str) -> bool:
+    """The case input appears in the user's input as whole words (a harness wrapped it), or the
+    user's input is a long prefix of the case input (the instrumentation truncated it)."""
+    if not case_text:
+        return False
+    if re.search(rf"(?<!\w){re.escape(case_text)}(?!\w)", user):
+        return True
+    return len(user) >= _MIN_PREFIX and case_text.startswith(user)
 
 
 def find_case(
@@ -50,9 +66,7 @@ def find_case(
     for case in cases:
         if normalize_text(case.input) == user:
             return CaseMatch(case, "input")
-    containing = [
-        case for case in cases if (text := normalize_text(case.input)) and (text in user or user in text)
-    ]
+    containing = [case for case in cases if _contains(user, normalize_text(case.input))]
     if not containing:
         return None
     return CaseMatch(max(containing, key=lambda c: len(c.input)), "input_contains")

@@ -117,7 +117,9 @@ class GoldenCase(BaseModel):
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(part) for part in loc) or "(case)"
+    # Unions add the failing member's type to the location ("literal[...]", "tuple[str, ...]"): the
+    # user wrote a field, not a type, so those parts are dropped.
+    return ".".join(str(part) for part in loc if "[" not in str(part)) or "(case)"
 
 
 def parse_cases(lines: Iterable[str], source: str = "<cases>") -> list[GoldenCase]:
