@@ -71,16 +71,21 @@ def one_line(parts: list[str], limit: int = 3) -> str:
     return shown if len(parts) <= limit else f"{shown}; +{len(parts) - limit} more"
 
 
+def _line(reason: str) -> str:
+    # Reasons quote argument values and error messages, which may hold line breaks of their own.
+    return " ".join(reason.split())
+
+
 def passed(name: str, severity: Severity, reason: str) -> CheckResult:
-    return CheckResult(name, "pass", severity, reason)
+    return CheckResult(name, "pass", severity, _line(reason))
 
 
 def failed(name: str, severity: Severity, reason: str, steps: tuple[str, ...] = ()) -> CheckResult:
-    return CheckResult(name, "fail", severity, reason, steps)
+    return CheckResult(name, "fail", severity, _line(reason), steps)
 
 
 def skipped(name: str, severity: Severity, reason: str) -> CheckResult:
-    return CheckResult(name, "skipped", severity, reason)
+    return CheckResult(name, "skipped", severity, _line(reason))
 
 
 def contains_token(haystack: str, needle: str) -> bool:
