@@ -1,7 +1,9 @@
 """``otel-traj grade PATH...``: rebuild (and, with a policy, grade) trajectories from trace files.
 
 Exit codes, for CI: 0 when every trajectory is ``pass``, ``pass_with_warnings`` or ``incomplete``;
-1 when any is ``unsafe`` or ``fail``; 2 when an input is unreadable or the policy is invalid.
+1 when any is ``unsafe`` or ``fail``; 2 when an input is unreadable or the policy or case file is
+invalid. With ``--cases`` each run is also graded against its golden case; pass@k and pass^k per
+case go to stderr.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_traj.adapters import TraceFileError, read_trace_files
+from otel_traj.cases import CaseFileError, apply_cases, load_cases, summary_lines
 from otel_traj.grader import Grader
 from otel_traj.offline import trajectories_from_views
 from otel_traj.pipeline import ungraded
@@ -34,6 +37,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="trace files or directories")
     parser.add_argument("--policy", metavar="FILE", help="policy file (YAML or JSON) to grade against")
+    parser.add_argument("--cases", metavar="FILE", help="golden cases (JSONL) to grade runs against")
+    parser.add_argument("--match-on", metavar="ATTR", help="attribute whose value is a run's golden case id")
     parser.add_argument("--format", choices=tuple(RENDERERS), default="table", help="report format")
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.set_defaults(run=run)
@@ -46,11 +51,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"otel-traj: invalid policy\n{exc}", file=sys.stderr)
         return EXIT_INPUT
     try:
+        cases = load_cases(args.cases) if args.cases else None
+    except CaseFileError as exc:
+        print(f"otel-traj: invalid cases: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    try:
         batch = read_trace_files(args.paths)
     except TraceFileError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
     verdicts = [grade(t) for t in trajectories_from_views(batch)]
+    if cases is not None:
+        verdicts, case_report = apply_cases(verdicts, cases, args.match_on)
+        print("\n".join(summary_lines(case_report)), file=sys.stderr)
     report = render(args.format, verdicts)
     if args.out:
         try:
