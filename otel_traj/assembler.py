@@ -18,7 +18,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,6 +273,11 @@ class Assembler:
     @property
     def in_flight(self) -> int:
         return len(self._buffers)
+
+    def new_traces(self, trace_ids: Iterable[int]) -> int:
+        """How many of these traces would open a buffer now: the receiver's admission control."""
+        with self._lock:
+            return sum(1 for t in trace_ids if t not in self._buffers and t not in self._done)
 
 
 def _str(value: object) -> str | None:

@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("grade", "policy")
+COMMANDS = ("grade", "policy", "serve", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

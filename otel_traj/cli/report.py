@@ -1,0 +1,105 @@
+"""``otel-traj report``: verdicts from the local store (what ``serve`` or a ``SqliteSink`` wrote)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sqlite3
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+from otel_traj.store import Query, StoreError, connect, read_verdicts
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+OUTCOMES = ("unsafe", "fail", "pass_with_warnings", "pass", "incomplete")
+
+
+def parse_since(value: str, now_ns: int | None = None) -> int:
+    """``1h``, ``30m``, ``2d`` (ago) or an ISO 8601 time (UTC when it has no offset) -> unix ns."""
+    text = value.strip()
+    match = _DURATION.match(text)
+    if match:
+        now = time.time_ns() if now_ns is None else now_ns
+        return now - int(float(match.group(1)) * _UNIT_S[match.group(2)] * 1e9)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--since {value!r}: expected a duration like 1h, 30m, 2d or an ISO 8601 time"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1e9)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="list stored verdicts",
+        description="Read verdicts from the local store written by `otel-traj serve` or a SqliteSink.",
+    )
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("OTEL_TRAJ_STORE", "otel-traj.db"),
+        help="SQLite store (env OTEL_TRAJ_STORE, default ./otel-traj.db)",
+    )
+    parser.add_argument(
+        "--since", type=parse_since, help="runs started since: 1h, 30m, 2d or an ISO 8601 time"
+    )
+    parser.add_argument("--agent", help="only this agent (the agent name, else the service name)")
+    parser.add_argument("--outcome", choices=OUTCOMES, help="only this outcome")
+    parser.add_argument("--limit", type=int, help="at most this many trajectories")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.set_defaults(run=run)
+
+
+def render_table(verdicts: list[dict[str, Any]]) -> str:
+    header = ("TRACE", "AGENT", "OUTCOME", "SCORE", "STARTED (UTC)", "TOOLS", "FAILED CHECKS")
+    rows = [header]
+    for v in verdicts:
+        started = datetime.fromtimestamp(v["start_ns"] / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+        failed = [c["name"] for c in v["checks"] if c["status"] == "fail"]
+        rows.append(
+            (
+                v["trace_id"],
+                v["agent"],
+                v["outcome"],
+                f"{v['score']:.2f}",
+                started,
+                str(len(v["tool_calls"])),
+                ", ".join(failed) or "-",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    counts = Counter(v["outcome"] for v in verdicts)
+    tally = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+    lines.append(f"{len(verdicts)} trajectories" + (f": {tally}" if tally else ""))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        conn = connect(args.store, readonly=True)
+    except (StoreError, OSError) as exc:
+        print(f"otel-traj: {exc}", file=sys.stderr)
+        return 2
+    query = Query(since_ns=args.since, agent=args.agent, outcome=args.outcome, limit=args.limit)
+    try:
+        verdicts = list(read_verdicts(conn, query))
+    except sqlite3.Error as exc:
+        print(f"otel-traj: {args.store}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        conn.close()
+    if args.format == "json":
+        print(json.dumps({"trajectories": verdicts}, indent=2))
+    else:
+        print(render_table(verdicts))
+    return 0

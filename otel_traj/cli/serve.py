@@ -1,0 +1,104 @@
+"""``otel-traj serve``: receive OTLP traces from any language, grade them, store the verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from dataclasses import replace
+from typing import Any
+
+from otel_traj.config import AssemblerConfig
+from otel_traj.policy import PolicyError
+from otel_traj.serve.service import Ports, Service
+from otel_traj.serve.settings import ServeSettings
+from otel_traj.store import StoreError
+
+STARTED = "otel-traj serve: listening grpc={host}:{grpc} http={host}:{http} metrics={host}:{metrics}"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="receive OTLP traces, grade them, store the verdicts",
+        description="An OTLP receiver (gRPC and HTTP, protobuf and JSON) that grades each trace's "
+        "trajectory. Flags default to OTEL_TRAJ_* environment variables; port 0 picks a free port. "
+        "SIGHUP reloads the policy; SIGTERM drains, grades what is buffered and exits.",
+    )
+    parser.add_argument("--policy", help="policy file (env OTEL_TRAJ_POLICY); without one, no checks run")
+    parser.add_argument("--host", help="address to listen on (env OTEL_TRAJ_HOST, default 127.0.0.1)")
+    parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (env OTEL_TRAJ_GRPC_PORT, 4317)")
+    parser.add_argument("--http-port", type=int, help="OTLP/HTTP port (env OTEL_TRAJ_HTTP_PORT, 4318)")
+    parser.add_argument(
+        "--metrics-port", type=int, help="/metrics, /healthz, /readyz (env OTEL_TRAJ_METRICS_PORT, 9464)"
+    )
+    parser.add_argument("--store", help="SQLite verdict store (env OTEL_TRAJ_STORE, ./otel-traj.db)")
+    parser.add_argument(
+        "--auth-token", help="require `Authorization: Bearer TOKEN` (env OTEL_TRAJ_AUTH_TOKEN)"
+    )
+    parser.add_argument(
+        "--max-request-bytes", type=int, help="decompressed request limit (env OTEL_TRAJ_MAX_REQUEST_BYTES)"
+    )
+    parser.add_argument(
+        "--retry-after",
+        type=float,
+        help="seconds an overloaded receiver asks for (env OTEL_TRAJ_RETRY_AFTER_S)",
+    )
+    parser.add_argument("--grace", type=float, help="seconds to wait after a trace looks complete")
+    parser.add_argument("--ttl", type=float, help="seconds before an unfinished trace is graded incomplete")
+    parser.add_argument("--max-traces", type=int, help="traces held before requests are refused (retryable)")
+    parser.add_argument("--max-steps", type=int, help="steps kept per trace")
+    parser.add_argument("--store-queue", type=int, help="verdicts waiting for the store writer")
+    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.set_defaults(run=run)
+
+
+def settings_from_args(args: argparse.Namespace) -> ServeSettings:
+    assembler: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("grace_s", args.grace),
+            ("ttl_s", args.ttl),
+            ("max_traces", args.max_traces),
+            ("max_steps", args.max_steps),
+        )
+        if value is not None
+    }
+    overrides: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("policy", args.policy),
+            ("host", args.host),
+            ("grpc_port", args.grpc_port),
+            ("http_port", args.http_port),
+            ("metrics_port", args.metrics_port),
+            ("store", args.store),
+            ("auth_token", args.auth_token),
+            ("max_request_bytes", args.max_request_bytes),
+            ("retry_after_s", args.retry_after),
+            ("store_queue", args.store_queue),
+        )
+        if value is not None
+    }
+    return ServeSettings(assembler=replace(AssemblerConfig(), **assembler), **overrides)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = settings_from_args(args)
+        service = Service(settings)
+    except (ValueError, PolicyError, StoreError, OSError) as exc:
+        print(f"otel-traj serve: {exc}", file=sys.stderr)
+        return 2
+
+    def started(ports: Ports) -> None:
+        host = settings.host
+        print(STARTED.format(host=host, grpc=ports.grpc, http=ports.http, metrics=ports.metrics), flush=True)
+
+    try:
+        return service.run(started)
+    except OSError as exc:
+        print(f"otel-traj serve: {exc}", file=sys.stderr)
+        service.stop()
+        return 2

@@ -1,0 +1,125 @@
+"""OTLP/gRPC: ``opentelemetry.proto.collector.trace.v1.TraceService/Export`` on grpcio.
+
+The handler takes the raw request bytes (no deserializer registered) so that an undecodable payload
+becomes INVALID_ARGUMENT with a message rather than grpcio's generic INTERNAL. gzip is handled by
+grpcio. Overload is UNAVAILABLE with a ``RetryInfo``, as the OTLP spec asks of a throttling server,
+in both places clients look for it: the ``grpc-status-details-bin`` status and the
+``google.rpc.retryinfo-bin`` trailer the Python exporter reads.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+
+from otel_traj.serve.codec import decode_protobuf, response
+from otel_traj.serve.ingest import Ingest, InvalidRequest, Refused
+
+logger = logging.getLogger("otel_traj.serve")
+
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+TRANSPORT = "grpc"
+
+
+@dataclass(frozen=True)
+class _Status:
+    """What ``ServicerContext.abort_with_status`` reads (the ``grpc.Status`` interface)."""
+
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: Sequence[tuple[str, bytes]]
+
+
+def _throttled(reason: str, retry_after_s: float) -> _Status:
+    delay = duration_pb2.Duration()
+    delay.FromNanoseconds(int(retry_after_s * 1e9))
+    info = error_details_pb2.RetryInfo(retry_delay=delay)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=reason, details=[detail])
+    return _Status(
+        grpc.StatusCode.UNAVAILABLE,
+        reason,
+        (
+            ("grpc-status-details-bin", status.SerializeToString()),
+            ("google.rpc.retryinfo-bin", info.SerializeToString()),
+        ),
+    )
+
+
+class GrpcReceiver:
+    """Serves ``TraceService/Export`` on ``host:port`` (port 0: a free one, see :attr:`port`)."""
+
+    def __init__(
+        self,
+        ingest: Ingest,
+        host: str,
+        port: int,
+        auth_token: str | None = None,
+        max_request_bytes: int = 16 * 1024 * 1024,
+        workers: int = 8,
+    ) -> None:
+        self.ingest = ingest
+        self._token = f"Bearer {auth_token}".encode() if auth_token else None
+        self._server = grpc.server(
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otel-traj-grpc"),
+            handlers=[
+                grpc.method_handlers_generic_handler(
+                    SERVICE,
+                    {
+                        "Export": grpc.unary_unary_rpc_method_handler(
+                            self._export,
+                            request_deserializer=None,
+                            response_serializer=lambda message: message.SerializeToString(),
+                        )
+                    },
+                )
+            ],
+            options=[("grpc.max_receive_message_length", max_request_bytes)],
+            # Beyond this many calls in progress grpcio answers RESOURCE_EXHAUSTED right away instead
+            # of queueing without bound.
+            maximum_concurrent_rpcs=workers * 4,
+        )
+        self.port = self._server.add_insecure_port(f"{host}:{port}")
+        if not self.port:
+            raise OSError(f"cannot listen on {host}:{port} (gRPC)")
+
+    def start(self) -> None:
+        self._server.start()
+
+    def stop(self, grace_s: float) -> None:
+        """Refuse new calls, let calls in progress finish within ``grace_s``."""
+        self._server.stop(grace_s).wait()
+
+    def _authorized(self, context: grpc.ServicerContext) -> bool:
+        if self._token is None:
+            return True
+        for key, value in context.invocation_metadata():
+            if key == "authorization":
+                given = value.encode() if isinstance(value, str) else value
+                return hmac.compare_digest(given, self._token)
+        return False
+
+    def _export(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        stats = self.ingest.stats
+        if not self._authorized(context):
+            stats.count_request(TRANSPORT, "unauthorized")
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        try:
+            accepted = self.ingest.accept(decode_protobuf(data))
+        except InvalidRequest as exc:
+            stats.count_request(TRANSPORT, "invalid")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except Refused as exc:
+            stats.count_request(TRANSPORT, "unavailable" if not self.ingest.accepting else "overloaded")
+            context.abort_with_status(_throttled(exc.reason, exc.retry_after_s))
+        stats.count_request(TRANSPORT, "partial" if accepted.rejected else "ok")
+        return response(accepted)

@@ -1,0 +1,72 @@
+"""The operations port: ``/metrics`` (Prometheus), ``/healthz`` (alive) and ``/readyz`` (accepting).
+
+Readiness turns false only while shutting down. It deliberately stays true under overload: with the
+collector's DNS or k8s resolver, a replica leaving the endpoint list reshuffles which replica owns
+which trace, which splits traces in flight; overload is answered per request with 503/UNAVAILABLE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, make_asgi_app
+from prometheus_client.metrics_core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from otel_traj.serve.http_receiver import Receive, Scope, Send
+from otel_traj.serve.ingest import REQUEST_RESULTS, ReceiverStats
+
+
+class ReceiverCollector(Collector):
+    """``otel_traj_receiver_requests_total{transport,result}`` and the policy reload counters."""
+
+    def __init__(self, stats: ReceiverStats) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterable[Metric]:
+        requests, reloads, reload_errors = self._stats.snapshot()
+        family = CounterMetricFamily(
+            "otel_traj_receiver_requests",
+            "OTLP export requests received, by transport and result.",
+            labels=["transport", "result"],
+        )
+        for transport in ("grpc", "http"):
+            for result in REQUEST_RESULTS:
+                family.add_metric([transport, result], requests.get((transport, result), 0))
+        yield family
+        yield CounterMetricFamily(
+            "otel_traj_policy_reloads", "Policy reloads (SIGHUP) that took effect.", reloads
+        )
+        yield CounterMetricFamily(
+            "otel_traj_policy_reload_errors",
+            "Policy reloads (SIGHUP) refused because the file was invalid; the old policy stays.",
+            reload_errors,
+        )
+
+
+class HealthApp:
+    def __init__(self, registry: CollectorRegistry, ready: Callable[[], bool]) -> None:
+        self._metrics = make_asgi_app(registry)
+        self._ready = ready
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if path == "/metrics":
+            await self._metrics(scope, receive, send)
+            return
+        if path == "/healthz":
+            await _text(send, 200, b"ok\n")
+        elif path == "/readyz":
+            ready = self._ready()
+            await _text(send, 200 if ready else 503, b"ready\n" if ready else b"shutting down\n")
+        else:
+            await _text(send, 404, b"not found: /metrics, /healthz, /readyz\n")
+
+
+async def _text(send: Any, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,171 @@
+"""OTLP/HTTP: ``POST /v1/traces`` as an ASGI application (served by uvicorn).
+
+Protobuf (``application/x-protobuf``) and JSON (``application/json``) bodies, gzip or deflate.
+Errors follow the OTLP/HTTP spec: a ``google.rpc.Status`` body in the request's encoding, 400 for
+payloads that cannot be decoded, 401 without the bearer token, 413 over the size limit, 415 for
+other media types, and 503 with ``Retry-After`` when the receiver is over capacity (retryable).
+Decoding and admission run on a thread pool so the event loop keeps accepting connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from google.rpc import code_pb2
+
+from otel_traj.serve.codec import (
+    ENCODINGS,
+    JSON,
+    PROTOBUF,
+    TooLarge,
+    decode_json,
+    decode_protobuf,
+    decompress,
+    response_body,
+    status_body,
+)
+from otel_traj.serve.ingest import Accepted, Ingest, InvalidRequest, Refused
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+PATH = "/v1/traces"
+TRANSPORT = "http"
+
+
+class _Reject(Exception):
+    def __init__(
+        self, status: int, code: int, text: str, result: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+    ):
+        super().__init__(text)
+        self.status = status
+        self.code = code
+        self.text = text
+        self.result = result
+        self.headers = headers
+
+
+def _retry_after(seconds: float) -> bytes:
+    # delay-seconds is an integer in RFC 9110; sub-second values are kept as decimals, which OTel
+    # exporters parse, so tests and tight deployments can ask for short delays.
+    return (str(int(seconds)) if seconds == int(seconds) else f"{seconds:.3f}").encode()
+
+
+class OtlpHttpApp:
+    """The ASGI callable. ``executor`` runs decoding and admission (default: 4 threads)."""
+
+    def __init__(
+        self,
+        ingest: Ingest,
+        auth_token: str | None = None,
+        max_request_bytes: int = 16 * 1024 * 1024,
+        executor: ThreadPoolExecutor | None = None,
+    ) -> None:
+        self.ingest = ingest
+        self._token = f"Bearer {auth_token}".encode() if auth_token else None
+        self.max_request_bytes = max_request_bytes
+        self._executor = executor or ThreadPoolExecutor(max_workers=4, thread_name_prefix="otel-traj-http")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.lower(): v for k, v in scope["headers"]}
+        content_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+        reply_type = JSON if content_type == JSON else PROTOBUF
+        try:
+            accepted = await self._handle(scope, headers, content_type, receive)
+        except _Reject as reject:
+            self.ingest.stats.count_request(TRANSPORT, reject.result)
+            body = status_body(reject.code, reject.text, reply_type)
+            await _respond(send, reject.status, reply_type, body, reject.headers)
+            return
+        self.ingest.stats.count_request(TRANSPORT, "partial" if accepted.rejected else "ok")
+        await _respond(send, 200, reply_type, response_body(accepted, reply_type))
+
+    async def _handle(
+        self, scope: Scope, headers: dict[bytes, bytes], content_type: str, receive: Receive
+    ) -> Accepted:
+        if scope["path"] != PATH:
+            raise _Reject(404, code_pb2.NOT_FOUND, f"no such path; OTLP traces go to {PATH}", "invalid")
+        if scope["method"] != "POST":
+            raise _Reject(405, code_pb2.UNIMPLEMENTED, "only POST is supported", "invalid")
+        if self._token is not None and not hmac.compare_digest(
+            headers.get(b"authorization", b""), self._token
+        ):
+            raise _Reject(
+                401,
+                code_pb2.UNAUTHENTICATED,
+                "missing or wrong bearer token",
+                "unauthorized",
+                ((b"www-authenticate", b"Bearer"),),
+            )
+        if content_type not in (PROTOBUF, JSON):
+            raise _Reject(
+                415, code_pb2.INVALID_ARGUMENT, f"unsupported content type {content_type!r}", "invalid"
+            )
+        encoding = (
+            headers.get(b"content-encoding", b"identity").decode("latin-1").strip().lower() or "identity"
+        )
+        if encoding not in ENCODINGS:
+            raise _Reject(
+                415, code_pb2.INVALID_ARGUMENT, f"unsupported content encoding {encoding!r}", "invalid"
+            )
+        body = await self._read_body(headers, receive)
+        decode = decode_json if content_type == JSON else decode_protobuf
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, self._decode_and_accept, body, encoding, decode)
+        except TooLarge as exc:
+            raise _Reject(413, code_pb2.INVALID_ARGUMENT, str(exc), "too_large") from None
+        except InvalidRequest as exc:
+            raise _Reject(400, code_pb2.INVALID_ARGUMENT, str(exc), "invalid") from None
+        except Refused as exc:
+            result = "overloaded" if self.ingest.accepting else "unavailable"
+            retry = ((b"retry-after", _retry_after(exc.retry_after_s)),)
+            raise _Reject(503, code_pb2.UNAVAILABLE, exc.reason, result, retry) from None
+
+    def _decode_and_accept(self, body: bytes, encoding: str, decode: Callable[[bytes], Any]) -> Accepted:
+        return self.ingest.accept(decode(decompress(body, encoding, self.max_request_bytes)))
+
+    async def _read_body(self, headers: dict[bytes, bytes], receive: Receive) -> bytes:
+        limit = self.max_request_bytes
+        declared = headers.get(b"content-length")
+        too_large = _Reject(
+            413, code_pb2.INVALID_ARGUMENT, f"request body exceeds {limit} bytes", "too_large"
+        )
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Reject(400, code_pb2.CANCELLED, "client disconnected", "invalid")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+async def _respond(
+    send: Send, status: int, content_type: str, body: bytes, extra: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+        *extra,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

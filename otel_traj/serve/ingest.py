@@ -1,0 +1,134 @@
+"""Admission of received spans into the pipeline: all or nothing per request.
+
+Both transports end here. A request is either fed to the assembler whole or refused whole with a
+retryable error, so an exporter that retries a refused request neither loses spans nor counts any
+twice. Refusal happens when the request would open more traces than ``max_traces`` allows (the
+assembler holds every trace until graded, and the worker grades at most what the assembler held);
+traces already buffered always get their spans, so a trace that has started can finish.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from otel_traj.adapters.batch import SpanBatch
+from otel_traj.dialects import to_step
+from otel_traj.pipeline import Pipeline
+from otel_traj.steps import Step
+
+REQUEST_RESULTS = ("ok", "partial", "overloaded", "unavailable", "invalid", "too_large", "unauthorized")
+
+
+class Refused(Exception):
+    """The request was not taken; the exporter should retry it later (503 / UNAVAILABLE)."""
+
+    def __init__(self, reason: str, retry_after_s: float) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after_s = retry_after_s
+
+
+class InvalidRequest(ValueError):
+    """The payload cannot be decoded at all (400 / INVALID_ARGUMENT); retrying will not help."""
+
+
+@dataclass(slots=True, frozen=True)
+class Accepted:
+    """The OTLP ``partial_success`` of one request: spans that could not be read are rejected."""
+
+    spans: int
+    rejected: int
+
+    @property
+    def message(self) -> str:
+        if not self.rejected:
+            return ""
+        return f"{self.rejected} spans rejected: missing or invalid trace/span id or unreadable fields"
+
+
+@dataclass
+class ReceiverStats:
+    """Requests by transport and result, and policy reloads; read by the metrics endpoint."""
+
+    requests: dict[tuple[str, str], int] = field(default_factory=dict)
+    policy_reloads: int = 0
+    policy_reload_errors: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count_request(self, transport: str, result: str) -> None:
+        with self._lock:
+            key = (transport, result)
+            self.requests[key] = self.requests.get(key, 0) + 1
+
+    def count_reload(self, ok: bool) -> None:
+        with self._lock:
+            if ok:
+                self.policy_reloads += 1
+            else:
+                self.policy_reload_errors += 1
+
+    def snapshot(self) -> tuple[dict[tuple[str, str], int], int, int]:
+        with self._lock:
+            return dict(self.requests), self.policy_reloads, self.policy_reload_errors
+
+
+class Ingest:
+    """Feeds decoded batches to the pipeline's assembler, or refuses them whole."""
+
+    def __init__(self, pipeline: Pipeline, retry_after_s: float = 1.0) -> None:
+        self.pipeline = pipeline
+        self.assembler = pipeline.assembler
+        self.max_traces = self.assembler.config.max_traces
+        self.max_chars = self.assembler.config.max_chars
+        self.retry_after_s = retry_after_s
+        self.stats = ReceiverStats()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def close(self) -> None:
+        """Refuse everything from now on (shutdown: exporters retry against another replica)."""
+        with self._lock:
+            self._closed = True
+
+    @property
+    def accepting(self) -> bool:
+        return not self._closed
+
+    def accept(self, batch: SpanBatch) -> Accepted:
+        """Add every span of ``batch`` or none; raises :class:`Refused` when over capacity."""
+        max_chars = self.max_chars
+        # Classifying spans is the expensive part and needs no lock.
+        steps: list[Step | None] = [to_step(view, max_chars) for view in batch]
+        trace_ids = {view.trace_id for view in batch}
+        assembler = self.assembler
+        add = assembler.add
+        with self._lock:
+            if self._closed:
+                raise Refused("shutting down", self.retry_after_s)
+            new = assembler.new_traces(trace_ids)
+            # An empty assembler takes any request, so one larger than max_traces still gets in.
+            in_flight = assembler.in_flight
+            if new and in_flight and in_flight + new > self.max_traces:
+                raise Refused(
+                    f"{in_flight} traces in flight, the request opens {new} more (max {self.max_traces})",
+                    self.retry_after_s,
+                )
+            for view, step in zip(batch, steps, strict=True):
+                # A span with a remote parent belongs to a trace another process started: it is
+                # not a root here, so the spans of both processes assemble into one trajectory.
+                is_root = view.parent_id is None
+                add(
+                    view.trace_id,
+                    view.span_id,
+                    view.parent_id,
+                    is_root,
+                    view.start_ns,
+                    view.end_ns,
+                    step,
+                    view.attributes,
+                    view.resource,
+                )
+        if batch.malformed:
+            self.pipeline.stats.count_spans("malformed", batch.malformed)
+        return Accepted(spans=len(batch), rejected=batch.malformed)

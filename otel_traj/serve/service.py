@@ -1,0 +1,223 @@
+"""``otel-traj serve``: the receivers, the pipeline and its sinks, and their lifecycle.
+
+Threads: grpcio's pool serves gRPC; one asyncio loop runs two uvicorn servers (OTLP/HTTP and the
+operations port); the pipeline's worker grades; each sink delivers on its own thread. The main thread
+only waits for signals: SIGTERM/SIGINT stop the service gracefully, SIGHUP reloads the policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+
+import uvicorn
+from prometheus_client import CollectorRegistry
+
+from otel_traj.pipeline import Pipeline
+from otel_traj.policy import PolicyError
+from otel_traj.serve.grpc_receiver import GrpcReceiver
+from otel_traj.serve.health import HealthApp, ReceiverCollector
+from otel_traj.serve.http_receiver import OtlpHttpApp
+from otel_traj.serve.ingest import Ingest
+from otel_traj.serve.policy_holder import PolicyHolder
+from otel_traj.serve.settings import ServeSettings
+from otel_traj.sinks.base import Sink
+from otel_traj.sinks.langfuse import LangfuseSink
+from otel_traj.sinks.prometheus import PrometheusSink
+from otel_traj.stats import PipelineStats
+from otel_traj.store import SqliteSink
+
+logger = logging.getLogger("otel_traj.serve")
+
+# Calls in progress get this long to finish once shutdown starts; exporters retry the rest elsewhere.
+DRAIN_S = 5.0
+
+
+@dataclass(slots=True, frozen=True)
+class Ports:
+    grpc: int
+    http: int
+    metrics: int
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+def langfuse_configured() -> bool:
+    return bool(os.environ.get("LANGFUSE_PUBLIC_KEY") and os.environ.get("LANGFUSE_SECRET_KEY"))
+
+
+class Service:
+    """Everything ``serve`` runs. ``start()`` binds and returns the ports; ``stop()`` drains."""
+
+    def __init__(self, settings: ServeSettings, extra_sinks: tuple[Sink, ...] = ()) -> None:
+        self.settings = settings
+        self.policy = PolicyHolder(settings.policy)
+        self.stats = PipelineStats()
+        self.prometheus = PrometheusSink()
+        sinks: list[Sink] = [self.prometheus]
+        self.store: SqliteSink | None = None
+        if settings.store:
+            self.store = SqliteSink(settings.store, max_queue=settings.store_queue)
+            sinks.append(self.store)
+        if langfuse_configured():
+            sinks.append(LangfuseSink(redact=self.policy.is_sensitive))
+        sinks.extend(extra_sinks)
+        config = self.policy.assembler_config(settings.assembler)
+        self.pipeline = Pipeline(
+            grade=self.policy.grade,
+            sinks=sinks,
+            config=config,
+            stats=self.stats,
+            track_starts=False,
+            live=self.policy.live,
+        )
+        self.ingest = Ingest(self.pipeline, settings.retry_after_s)
+        registry: CollectorRegistry = self.prometheus.registry
+        registry.register(ReceiverCollector(self.ingest.stats))
+        self._ready = False
+        self._stopped = False
+        self._grpc: GrpcReceiver | None = None
+        self._http_app: OtlpHttpApp | None = None
+        self._servers: list[uvicorn.Server] = []
+        self._loop_thread: threading.Thread | None = None
+        self._health = HealthApp(registry, lambda: self._ready)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> Ports:
+        s = self.settings
+        self._grpc = GrpcReceiver(
+            self.ingest, s.host, s.grpc_port, s.auth_token, s.max_request_bytes, s.grpc_workers
+        )
+        self._grpc.start()
+        self._http_app = OtlpHttpApp(self.ingest, s.auth_token, s.max_request_bytes)
+        http_sock = _listen(s.host, s.http_port)
+        metrics_sock = _listen(s.host, s.metrics_port)
+        self._servers = [
+            uvicorn.Server(_uvicorn_config(self._http_app, limit_concurrency=1024)),
+            uvicorn.Server(_uvicorn_config(self._health, limit_concurrency=64)),
+        ]
+        started = threading.Event()
+        failure: list[BaseException] = []
+        self._loop_thread = threading.Thread(
+            target=self._serve_http,
+            args=([http_sock, metrics_sock], started, failure),
+            name="otel-traj-http",
+            daemon=True,
+        )
+        self._loop_thread.start()
+        started.wait()
+        if failure:
+            raise RuntimeError("HTTP servers failed to start") from failure[0]
+        self._ready = True
+        return Ports(self._grpc.port, http_sock.getsockname()[1], metrics_sock.getsockname()[1])
+
+    def _serve_http(
+        self, socks: list[socket.socket], started: threading.Event, failure: list[BaseException]
+    ) -> None:
+        async def main() -> None:
+            tasks = [
+                asyncio.create_task(server.serve(sockets=[sock]))
+                for server, sock in zip(self._servers, socks, strict=True)
+            ]
+            # uvicorn exposes no startup hook for servers it does not own; poll its flag briefly.
+            while not all(server.started for server in self._servers):
+                if any(task.done() for task in tasks):
+                    break
+                await asyncio.sleep(0.005)
+            started.set()
+            await asyncio.gather(*tasks)
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            failure.append(exc)
+            logger.exception("HTTP servers stopped")
+        finally:
+            started.set()
+
+    def reload_policy(self) -> bool:
+        """SIGHUP: load the policy file again; an invalid file keeps the old policy (logged, counted)."""
+        try:
+            self.policy.reload(self.pipeline.assembler.config.capture_attributes)
+        except PolicyError as exc:
+            self.ingest.stats.count_reload(ok=False)
+            logger.error("policy reload failed, keeping %s: %s", self._policy_version(), exc)
+            return False
+        self.ingest.stats.count_reload(ok=True)
+        return True
+
+    def _policy_version(self) -> str:
+        policy = self.policy.policy
+        return policy.policy_version if policy is not None else "no policy"
+
+    def stop(self) -> None:
+        """Stop accepting, finish calls in progress, grade what is buffered, flush the sinks."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._ready = False
+        self.ingest.close()
+        if self._grpc is not None:
+            self._grpc.stop(DRAIN_S)
+        if self._servers:
+            self._servers[0].should_exit = True
+        self.pipeline.shutdown()
+        if self._http_app is not None:
+            self._http_app.close()
+        for server in self._servers:
+            server.should_exit = True
+        if self._loop_thread is not None:
+            self._loop_thread.join()
+
+    def run(self, on_started: Callable[[Ports], None]) -> int:
+        """Start, then block until SIGTERM or SIGINT (SIGHUP reloads the policy); returns 0."""
+        wake = threading.Event()
+        pending: list[int] = []
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            pending.append(signum)
+            wake.set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, handle)
+        ports = self.start()
+        on_started(ports)
+        while True:
+            wake.wait()
+            wake.clear()
+            while pending:
+                signum = pending.pop(0)
+                if signum == signal.SIGHUP:
+                    self.reload_policy()
+                    continue
+                logger.info("received %s, shutting down", signal.Signals(signum).name)
+                self.stop()
+                return 0
+
+
+def _uvicorn_config(app: object, limit_concurrency: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        limit_concurrency=limit_concurrency,
+        timeout_graceful_shutdown=int(DRAIN_S),
+        server_header=False,
+    )

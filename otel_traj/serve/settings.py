@@ -1,0 +1,74 @@
+"""Service settings: constructor arguments with ``OTEL_TRAJ_*`` environment-variable defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from otel_traj.config import AssemblerConfig
+
+
+def _env(name: str, default: str | None) -> str | None:
+    value = os.environ.get(name)
+    return value if value else default
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r}: expected an integer") from None
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r}: expected a number") from None
+
+
+@dataclass(slots=True, frozen=True)
+class ServeSettings:
+    """What ``otel-traj serve`` listens on and how much it holds.
+
+    Ports: 0 picks a free port (the chosen ones are printed on startup). ``store``: the SQLite file
+    verdicts are written to (empty: no store). ``max_request_bytes`` applies after decompression.
+    ``retry_after_s``: the delay an overloaded receiver asks exporters to wait. ``store_queue``:
+    verdicts waiting for the store writer; together with ``assembler.max_traces`` it bounds what a
+    flood can make the service hold.
+    """
+
+    host: str = field(default_factory=lambda: _env("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
+    grpc_port: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_GRPC_PORT", 4317))
+    http_port: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_HTTP_PORT", 4318))
+    metrics_port: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_METRICS_PORT", 9464))
+    policy: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_POLICY", None))
+    store: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_STORE", "otel-traj.db"))
+    auth_token: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_AUTH_TOKEN", None))
+    max_request_bytes: int = field(
+        default_factory=lambda: _env_int("OTEL_TRAJ_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
+    )
+    retry_after_s: float = field(default_factory=lambda: _env_float("OTEL_TRAJ_RETRY_AFTER_S", 1.0))
+    store_queue: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_STORE_QUEUE", 10_000))
+    grpc_workers: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_GRPC_WORKERS", 8))
+    assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
+
+    def __post_init__(self) -> None:
+        for name in ("grpc_port", "http_port", "metrics_port"):
+            port = getattr(self, name)
+            if not 0 <= port <= 65535:
+                raise ValueError(f"{name}={port}: expected 0..65535")
+        if self.max_request_bytes < 1:
+            raise ValueError(f"max_request_bytes={self.max_request_bytes}: must be positive")
+        if self.retry_after_s < 0:
+            raise ValueError(f"retry_after_s={self.retry_after_s}: must not be negative")
+        if self.store_queue < 1 or self.grpc_workers < 1:
+            raise ValueError(
+                f"store_queue={self.store_queue}, grpc_workers={self.grpc_workers}: must be >= 1"
+            )

@@ -1,0 +1,250 @@
+"""The local verdict store: SQLite, one row per trajectory plus its check results.
+
+``SqliteSink`` writes on its own thread through the only writer connection (WAL journal, so
+``otel-traj report`` can read while a service writes). Verdicts queue in a bounded queue: when the
+store falls behind, ``export`` blocks the pipeline worker instead of dropping verdicts, the assembler
+fills, and the receiver answers with its retryable status. A trace graded again (a re-run with a new
+policy) overwrites its row: the trace id is the key.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from otel_traj.serialize import verdict_to_dict
+from otel_traj.sinks.base import Sink
+from otel_traj.verdict import Verdict
+
+logger = logging.getLogger("otel_traj.store")
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trajectories (
+    trace_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    service_name TEXT,
+    service_version TEXT,
+    conversation_id TEXT,
+    outcome TEXT NOT NULL,
+    score REAL NOT NULL,
+    policy_version TEXT,
+    complete INTEGER NOT NULL,
+    started_ns INTEGER NOT NULL,
+    ended_ns INTEGER NOT NULL,
+    graded_ns INTEGER NOT NULL,
+    verdict TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trajectories_started ON trajectories (started_ns);
+CREATE INDEX IF NOT EXISTS trajectories_agent ON trajectories (agent, started_ns);
+CREATE INDEX IF NOT EXISTS trajectories_outcome ON trajectories (outcome, started_ns);
+CREATE TABLE IF NOT EXISTS check_results (
+    trace_id TEXT NOT NULL REFERENCES trajectories (trace_id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    steps TEXT NOT NULL,
+    PRIMARY KEY (trace_id, position)
+);
+CREATE INDEX IF NOT EXISTS check_results_failed ON check_results (name, status);
+"""
+
+_UPSERT = """
+INSERT INTO trajectories (trace_id, agent, service_name, service_version, conversation_id, outcome,
+    score, policy_version, complete, started_ns, ended_ns, graded_ns, verdict)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (trace_id) DO UPDATE SET
+    agent = excluded.agent, service_name = excluded.service_name,
+    service_version = excluded.service_version, conversation_id = excluded.conversation_id,
+    outcome = excluded.outcome, score = excluded.score, policy_version = excluded.policy_version,
+    complete = excluded.complete, started_ns = excluded.started_ns, ended_ns = excluded.ended_ns,
+    graded_ns = excluded.graded_ns, verdict = excluded.verdict
+"""
+
+
+class StoreError(RuntimeError):
+    """The file is not a store this version can read."""
+
+
+def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
+    """Open (and for writers create or migrate) the store at ``path``."""
+    if readonly:
+        if not Path(path).exists():
+            raise StoreError(f"{path}: no such store")
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
+    else:
+        conn = sqlite3.connect(path, timeout=10.0, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL is durable across process crashes in WAL mode; only a power cut can lose the last
+        # commits, which a re-sent trace would grade again anyway.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        conn.close()
+        raise StoreError(f"{path}: schema version {version} is newer than this otel-traj ({SCHEMA_VERSION})")
+    if not readonly and version < SCHEMA_VERSION:
+        with conn:
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    return conn
+
+
+def _row(verdict: Verdict) -> tuple[Any, ...]:
+    traj = verdict.trajectory
+    data = verdict_to_dict(verdict)
+    return (
+        traj.trace_hex,
+        traj.agent_label,
+        traj.service_name,
+        traj.service_version,
+        traj.conversation_id,
+        verdict.outcome,
+        verdict.score,
+        verdict.policy_version,
+        int(traj.complete),
+        traj.start_ns,
+        traj.end_ns,
+        verdict.graded_at_ns or time.time_ns(),
+        json.dumps(data, separators=(",", ":"), default=str),
+    )
+
+
+def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> None:
+    """Upsert verdicts (and replace their check results) in one transaction."""
+    with conn:
+        for verdict in verdicts:
+            trace = verdict.trajectory.trace_hex
+            conn.execute(_UPSERT, _row(verdict))
+            conn.execute("DELETE FROM check_results WHERE trace_id = ?", (trace,))
+            conn.executemany(
+                "INSERT INTO check_results VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (trace, i, c.name, c.status, c.severity, c.reason, json.dumps(list(c.steps)))
+                    for i, c in enumerate(verdict.checks)
+                ],
+            )
+
+
+@dataclass(slots=True, frozen=True)
+class Query:
+    """Filters of ``read_verdicts``; ``since_ns`` compares with the run's start time."""
+
+    since_ns: int | None = None
+    agent: str | None = None
+    outcome: str | None = None
+    limit: int | None = None
+
+
+def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Iterator[dict[str, Any]]:
+    """Stored verdicts as ``verdict_to_dict`` shapes, oldest run first."""
+    query = query or Query()
+    where: list[str] = []
+    params: list[Any] = []
+    if query.since_ns is not None:
+        where.append("started_ns >= ?")
+        params.append(query.since_ns)
+    if query.agent is not None:
+        where.append("agent = ?")
+        params.append(query.agent)
+    if query.outcome is not None:
+        where.append("outcome = ?")
+        params.append(query.outcome)
+    sql = "SELECT verdict FROM trajectories"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY started_ns, trace_id"
+    if query.limit is not None:
+        sql += " LIMIT ?"
+        params.append(query.limit)
+    for (text,) in conn.execute(sql, params):
+        yield json.loads(text)
+
+
+_STOP = object()
+
+
+class SqliteSink(Sink):
+    """Persists every verdict in the SQLite store at ``path`` (created if missing).
+
+    Args:
+        path: the database file.
+        max_queue: verdicts waiting for the writer; beyond it ``export`` waits (no verdict is dropped).
+        batch_size: verdicts per transaction at most; a lone verdict is committed at once.
+    """
+
+    def __init__(self, path: str | Path, max_queue: int = 10_000, batch_size: int = 500) -> None:
+        super().__init__()
+        if max_queue < 1 or batch_size < 1:
+            raise ValueError(f"max_queue={max_queue}, batch_size={batch_size}: must be at least 1")
+        self.path = Path(path)
+        self.batch_size = batch_size
+        # Opened here so that a bad path or a newer schema fails the constructor, not the thread.
+        self._conn = connect(self.path)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
+        self._closed = False
+        self.written = 0
+        self._thread = threading.Thread(target=self._run, name="otel-traj-sqlite", daemon=True)
+        self._thread.start()
+
+    def export(self, verdict: Verdict) -> None:
+        if self._closed:
+            self.stats.count_dropped("store_closed")
+            return
+        self._queue.put(verdict)
+
+    def _run(self) -> None:
+        with closing(self._conn):
+            while True:
+                item = self._queue.get()
+                items = [item]
+                while len(items) < self.batch_size:
+                    try:
+                        items.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                verdicts = [i for i in items if isinstance(i, Verdict)]
+                try:
+                    if verdicts:
+                        write_verdicts(self._conn, verdicts)
+                        self.written += len(verdicts)
+                except sqlite3.Error:
+                    self.stats.count_sink_error(type(self).__name__, len(verdicts))
+                    logger.exception("writing %d verdicts to %s failed", len(verdicts), self.path)
+                for i in items:
+                    if isinstance(i, threading.Event):
+                        i.set()
+                for _ in items:
+                    self._queue.task_done()
+                if any(i is _STOP for i in items):
+                    return
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Wait until every verdict exported so far is committed."""
+        if not self._thread.is_alive():
+            return True
+        done = threading.Event()
+        try:
+            self._queue.put(done, timeout=timeout_millis / 1000)
+        except queue.Full:
+            return False
+        return done.wait(timeout_millis / 1000)
+
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._thread.join()
