@@ -1,0 +1,255 @@
+"""End to end against a real Prometheus: TrajectoryProcessor fed with real fixture spans, PrometheusSink
+scraped over OpenMetrics, the project's rules loaded; counters, alerts and exemplars checked through
+the HTTP API."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from otel_traj.adapters.otlp_proto import views_from_bytes
+from otel_traj.config import AssemblerConfig
+from otel_traj.processor import TrajectoryProcessor
+from otel_traj.sinks.prometheus import PrometheusSink
+from otel_traj.spanview import SpanView
+from otel_traj.verdict import Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = ROOT / "dashboards" / "prometheus" / "rules.yml"
+DASHBOARD = ROOT / "dashboards" / "grafana" / "otel-traj.json"
+POLICY = ROOT / "examples" / "policies" / "support_agent.yaml"
+FIXTURES = ROOT / "tests" / "fixtures" / "real" / "pydantic_ai"
+DEADLINE_S = 30.0
+
+
+def prometheus_binary() -> str:
+    path = shutil.which("prometheus")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("prometheus is not installed; CI must install Debian's prometheus package")
+        pytest.skip("prometheus is not installed (apt-get install prometheus)")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Prometheus:
+    url: str
+
+    def api(self, path: str, **params: str) -> Any:
+        query = urllib.parse.urlencode(params)
+        with urllib.request.urlopen(f"{self.url}{path}?{query}", timeout=5) as response:
+            body = json.loads(response.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.api("/api/v1/query", query=expr)["result"]
+        return result
+
+    def scalar(self, expr: str) -> float | None:
+        result = self.query(expr)
+        return float(result[0]["value"][1]) if result else None
+
+    def firing(self) -> set[str]:
+        return {
+            a["labels"]["alertname"] for a in self.api("/api/v1/alerts")["alerts"] if a["state"] == "firing"
+        }
+
+
+def wait_for(condition: Callable[[], Any], what: str) -> Any:
+    """Poll the HTTP API until ``condition`` returns something truthy, within a bounded deadline."""
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        last = condition()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def sink() -> Iterator[PrometheusSink]:
+    sink = PrometheusSink()
+    yield sink
+    sink.shutdown()
+
+
+@pytest.fixture
+def prometheus(sink: PrometheusSink, tmp_path: Path) -> Iterator[Prometheus]:
+    binary = prometheus_binary()
+    target = sink.start_http_server(0)
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        json.dumps(
+            {
+                "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+                "rule_files": [str(RULES)],
+                "scrape_configs": [
+                    {"job_name": "otel-traj", "static_configs": [{"targets": [f"127.0.0.1:{target}"]}]}
+                ],
+            }
+        )
+    )
+    port = free_port()
+    log = (tmp_path / "prometheus.log").open("w")
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--enable-feature=exemplar-storage",
+            "--log.level=warn",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    server = Prometheus(f"http://127.0.0.1:{port}")
+    try:
+        wait_for(lambda: proc.poll() is not None or _ready(server), "prometheus to start")
+        assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()
+        yield server
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _ready(server: Prometheus) -> bool:
+    try:
+        with urllib.request.urlopen(f"{server.url}/-/ready", timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def readable(view: SpanView) -> ReadableSpan:
+    """An SDK span equal to the recorded one, as the processor would have seen it in the agent."""
+    parent = None
+    if view.parent_id is not None:
+        parent = SpanContext(view.trace_id, view.parent_id, is_remote=view.parent_is_remote)
+    return ReadableSpan(
+        name=view.name,
+        context=SpanContext(view.trace_id, view.span_id, is_remote=False, trace_flags=TraceFlags(1)),
+        parent=parent,
+        resource=Resource(dict(view.resource)),
+        attributes=dict(view.attributes),
+        events=[Event(e.name, dict(e.attributes or {}), e.timestamp) for e in view.events],
+        kind=SpanKind(view.kind),
+        status=Status(StatusCode(view.status_code), view.status_message),
+        start_time=view.start_ns,
+        end_time=view.end_ns,
+        instrumentation_scope=InstrumentationScope(view.scope_name),
+    )
+
+
+def lifecycle(path: Path) -> list[tuple[str, ReadableSpan]]:
+    """The recorded spans' starts and ends in time order."""
+    spans = [readable(v) for v in views_from_bytes(path.read_bytes())]
+    events = [(s.start_time or 0, 0, "start", s) for s in spans] + [
+        (s.end_time or 0, 1, "end", s) for s in spans
+    ]
+    return [(kind, span) for _, _, kind, span in sorted(events, key=lambda e: (e[0], e[1]))]
+
+
+def replay(processor: TrajectoryProcessor, events: list[tuple[str, ReadableSpan]]) -> None:
+    for kind, span in events:
+        if kind == "start":
+            processor.on_start(span)  # type: ignore[arg-type]  # on_start reads only the context
+        else:
+            processor.on_end(span)
+
+
+def test_scope_violation_pages_live_and_links_the_trace(sink: PrometheusSink, prometheus: Prometheus) -> None:
+    verdicts: list[Verdict] = []
+    processor = TrajectoryProcessor(
+        policy=POLICY, sinks=[sink], on_verdict=verdicts.append, config=AssemblerConfig(grace_s=60)
+    )
+    try:
+        run_clean_and_violating(processor, prometheus, verdicts)
+    finally:
+        # Also shuts the sink's endpoint down.
+        processor.shutdown()
+
+
+def run_clean_and_violating(
+    processor: TrajectoryProcessor, prometheus: Prometheus, verdicts: list[Verdict]
+) -> None:
+    replay(processor, lifecycle(FIXTURES / "clean.otlp.pb"))
+    assert processor.force_flush(5000)
+    wait_for(lambda: prometheus.scalar("sum(otel_traj_trajectories_total)") == 1, "the clean run")
+    assert prometheus.scalar("sum(otel_traj_scope_violations_total)") is None
+    assert "OtelTrajScopeViolation" not in prometheus.firing()
+
+    # The violating run, up to the end of the tool span that read another customer's invoices.
+    events = lifecycle(FIXTURES / "violating.otlp.pb")
+    cut = next(
+        i
+        for i, (kind, span) in enumerate(events)
+        if kind == "end" and "C028" in str((span.attributes or {}).get("gen_ai.tool.call.arguments"))
+    )
+    violating_trace = f"{events[cut][1].context.trace_id:032x}"
+    replay(processor, events[: cut + 1])
+    processor.pipeline.process()
+    wait_for(lambda: "OtelTrajScopeViolation" in prometheus.firing(), "the scope alert, run still open")
+    [series] = prometheus.query("otel_traj_scope_violations_total")
+    assert series["metric"]["tool"] == "list_invoices"
+    assert float(series["value"][1]) == 1
+    assert prometheus.scalar('sum(otel_traj_trajectories_total{outcome="unsafe"})') is None
+
+    replay(processor, events[cut + 1 :])
+    assert processor.force_flush(5000)
+    clean, violating = verdicts
+    assert clean.outcome != "unsafe" and violating.outcome == "unsafe"
+    assert violating.trajectory.trace_hex == violating_trace
+
+    unsafe = 'sum(otel_traj_trajectories_total{outcome="unsafe"})'
+    wait_for(lambda: prometheus.scalar(unsafe) == 1, "the unsafe verdict")
+    assert prometheus.scalar("sum(otel_traj_trajectories_total)") == 2
+    assert prometheus.scalar(f'sum(otel_traj_trajectories_total{{outcome="{clean.outcome}"}})') == 1
+    # Counted live, not again when the final verdict repeated it.
+    assert prometheus.scalar("sum(otel_traj_scope_violations_total)") == 1
+    assert prometheus.scalar('sum(otel_traj_check_results_total{check="scope",status="fail"})') == 1
+    assert prometheus.scalar('sum(otel_traj_check_results_total{check="repeats",status="fail"})') == 1
+    tool_calls = sum(len(v.trajectory.tool_calls) for v in verdicts)
+    assert prometheus.scalar("sum(otel_traj_tool_calls_total)") == tool_calls
+    assert prometheus.scalar('sum(otel_traj_tool_calls_total{tool="list_invoices"})') == 3
+    assert prometheus.scalar('sum(otel_traj_trajectory_tokens_sum{type="total"})') == 1320 + 2640
+    assert prometheus.scalar('otel_traj_spans_total{result="accepted"}') == processor.stats.spans["accepted"]
+    wait_for(lambda: "OtelTrajUnsafeOutcome" in prometheus.firing(), "the unsafe-outcome alert")
+
+    now = time.time()
+    window = {"start": str(now - 600), "end": str(now + 60)}
+    exemplars = prometheus.api("/api/v1/query_exemplars", query="otel_traj_scope_violations_total", **window)
+    trace_ids = {e["labels"]["trace_id"] for series in exemplars for e in series["exemplars"]}
+    assert trace_ids == {violating_trace}
+
+    # Every dashboard query runs on the real server (Grafana's variables expanded).
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        for target in panel.get("targets", []):
+            expr = target["expr"].replace("$__rate_interval", "1m").replace("$__range", "1h")
+            prometheus.query(expr.replace("$agent", ".*"))
