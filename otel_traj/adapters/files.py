@@ -166,24 +166,34 @@ def _read_protobuf(data: bytes) -> tuple[SpanBatch, str]:
     return batch, "otlp-protobuf" + (" delimited" if frames is not None else "")
 
 
+def _looks_like_text(data: bytes) -> bool:
+    head = data[:4096]
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:  # not merely a character cut at the 4 KiB boundary
+            return False
+    return all(byte >= 0x20 or byte in b"\t\r\n" for byte in head)
+
+
 def _decode(data: bytes) -> tuple[SpanBatch, str]:
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
     head = data.lstrip(b" \t\r\n")[:1]
     if not head:
         raise _Unreadable("empty file")
-    if head not in (b"{", b"["):
-        return _read_protobuf(data)
+    # JSON first when it looks like JSON, but either way the other reader gets a chance: "\n{" also
+    # starts a protobuf request whose first resource_spans is 123 bytes long.
+    first, second = (_read_json, _read_protobuf) if head in (b"{", b"[") else (_read_protobuf, _read_json)
     try:
-        return _read_json(data)
-    except _Unreadable:
-        # "\n{" also starts a protobuf request whose first resource_spans is 123 bytes long.
-        if data[:1] == b"\n":
-            try:
-                return _read_protobuf(data)
-            except _Unreadable:
-                pass
-        raise
+        return first(data)
+    except _Unreadable as exc:
+        first_error = exc
+    try:
+        return second(data)
+    except _Unreadable as exc:
+        json_error, protobuf_error = (first_error, exc) if first is _read_json else (exc, first_error)
+    raise json_error if _looks_like_text(data) else protobuf_error
 
 
 def _gunzip(data: bytes) -> bytes:

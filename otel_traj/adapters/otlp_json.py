@@ -243,7 +243,10 @@ def views_from_otlp_json(doc: Any) -> SpanBatch:
     if not is_otlp_json(doc):
         raise ValueError(f"not OTLP/JSON: expected an object with one of {', '.join(OTLP_JSON_KEYS)}")
     if "trace" in doc and not any(key in doc for key in OTLP_JSON_KEYS[:3]):
-        return views_from_otlp_json(doc["trace"])
+        inner = doc["trace"]
+        if is_otlp_json(inner) or isinstance(inner, list):
+            return views_from_otlp_json(inner)
+        return SpanBatch(malformed=1)
     groups = doc.get("resourceSpans")
     if groups is None:
         groups = doc.get("resource_spans")
