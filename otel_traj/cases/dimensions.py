@@ -17,8 +17,10 @@ from typing import Any
 
 from otel_traj.cases.facts import Facts, facts_in_result, facts_in_text
 from otel_traj.cases.match import (
+    CaseMatches,
     MatchResult,
     call_arguments,
+    case_matches,
     compare_call,
     match_trajectory,
     observed_calls,
@@ -93,8 +95,11 @@ def tool_selection(trajectory: Trajectory, case: GoldenCase) -> CheckResult:
     )
 
 
-def parameter_extraction(trajectory: Trajectory, case: GoldenCase) -> CheckResult:
-    match = match_trajectory(trajectory, case, mode="unordered")
+def parameter_extraction(
+    trajectory: Trajectory, case: GoldenCase, unordered: MatchResult | None = None
+) -> CheckResult:
+    """``unordered``: the trajectory's unordered match, when the caller already has it."""
+    match = unordered or match_trajectory(trajectory, case, mode="unordered")
     if not match.pairs:
         return _result(PARAMETER_EXTRACTION, "skipped", "no expected tool was called")
     problems: list[str] = []
@@ -223,22 +228,23 @@ def _overlaps(a: ToolCall, b: ToolCall) -> bool:
     return a.start_ns < b.end_ns and b.start_ns < a.end_ns
 
 
-def plan_coherence(trajectory: Trajectory, case: GoldenCase) -> CheckResult:
+def plan_coherence(
+    trajectory: Trajectory, case: GoldenCase, matches: CaseMatches | None = None
+) -> CheckResult:
     calls = observed_calls(trajectory, case)
     if not calls:
         return _result(PLAN_COHERENCE, "skipped", "no tool calls")
     problems: list[str] = []
     steps: list[str] = []
-    unordered = match_trajectory(trajectory, case, mode="unordered")
-    if case.order == "strict":
-        strict = match_trajectory(trajectory, case, mode="strict")
-        if strict.out_of_order:
-            plan = " -> ".join(t.name for t in case.expected_tools)
-            problems.append(f"{_names([p.name for p in strict.out_of_order])} out of the order {plan}")
-            steps += [p.step_id for p in strict.out_of_order]
+    matches = matches or case_matches(trajectory, case)
+    strict = matches.ordered
+    if strict is not None and strict.out_of_order:
+        plan = " -> ".join(t.name for t in case.expected_tools)
+        problems.append(f"{_names([p.name for p in strict.out_of_order])} out of the order {plan}")
+        steps += [p.step_id for p in strict.out_of_order]
     # The answer is ready after the last expected call or the last call whose facts the answer uses;
     # anything started later (and not running in parallel with it) served nothing.
-    anchors = [p.actual_index for p in unordered.pairs]
+    anchors = [p.actual_index for p in matches.unordered.pairs]
     if _answer(trajectory):
         anchors += list(_used_facts(trajectory, _new_facts(trajectory, case, calls)))
     if anchors:
@@ -275,14 +281,17 @@ def task_completion(trajectory: Trajectory, case: GoldenCase) -> CheckResult:
     return _result(TASK_COMPLETION, "fail", f"final answer does not contain {needle!r}")
 
 
-def case_checks(trajectory: Trajectory, case: GoldenCase) -> list[CheckResult]:
+def case_checks(
+    trajectory: Trajectory, case: GoldenCase, matches: CaseMatches | None = None
+) -> list[CheckResult]:
     """All case checks for one run: the trajectory match first, then the six dimensions."""
+    matches = matches or case_matches(trajectory, case)
     return [
-        trajectory_match_check(match_trajectory(trajectory, case)),
+        trajectory_match_check(matches.chosen),
         tool_selection(trajectory, case),
-        parameter_extraction(trajectory, case),
+        parameter_extraction(trajectory, case, matches.unordered),
         result_utilization(trajectory, case),
         error_recovery(trajectory, case),
-        plan_coherence(trajectory, case),
+        plan_coherence(trajectory, case, matches),
         task_completion(trajectory, case),
     ]

@@ -8,7 +8,7 @@ from typing import Any
 
 from otel_traj.cases.dimensions import case_checks
 from otel_traj.cases.lookup import CaseMatch, MatchedBy, find_case
-from otel_traj.cases.match import MatchResult, match_trajectory
+from otel_traj.cases.match import MatchResult, case_matches
 from otel_traj.cases.model import GoldenCase
 from otel_traj.cases.passk import pass_at_k, pass_hat_k
 from otel_traj.serialize import check_to_dict
@@ -54,11 +54,12 @@ class CaseResult:
 
 def grade_case(trajectory: Trajectory, case: GoldenCase, matched_by: MatchedBy | None = None) -> CaseResult:
     """Grade one run against one case: the trajectory match and the six dimensions."""
+    matches = case_matches(trajectory, case)
     return CaseResult(
         case_id=case.case_id,
         trace_id=trajectory.trace_hex,
-        checks=tuple(case_checks(trajectory, case)),
-        match=match_trajectory(trajectory, case),
+        checks=tuple(case_checks(trajectory, case, matches)),
+        match=matches.chosen,
         matched_by=matched_by,
     )
 

@@ -319,3 +319,22 @@ def match_trajectory(trajectory: Trajectory, case: GoldenCase, mode: MatchMode |
         calls=tuple(calls),
         expected=case.expected_tools,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CaseMatches:
+    """The matches the case checks share: the case's own mode, the unordered one (tool selection and
+    parameters) and, for ``order: strict``, the ordered one (plan coherence)."""
+
+    chosen: MatchResult
+    unordered: MatchResult
+    ordered: MatchResult | None
+
+
+def case_matches(trajectory: Trajectory, case: GoldenCase) -> CaseMatches:
+    chosen = match_trajectory(trajectory, case)
+    unordered = chosen if chosen.mode == "unordered" else match_trajectory(trajectory, case, "unordered")
+    ordered = None
+    if case.order == "strict":
+        ordered = chosen if chosen.mode == "strict" else match_trajectory(trajectory, case, "strict")
+    return CaseMatches(chosen, unordered, ordered)
