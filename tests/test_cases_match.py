@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_traj.cases import GoldenCase, match_trajectory
 from otel_traj.cases.model import MatchMode
@@ -240,3 +242,30 @@ def test_repeated_call_is_reported_as_the_later_one() -> None:
     for mode in ("strict", "unordered"):
         result = match_trajectory(run, case(*EXPECTED, match=mode))
         assert [result.calls[a].step_id for a in result.extra] == ["s2"]
+
+
+_CALLS = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 2)), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(expected=_CALLS, actual=_CALLS, mode=st.sampled_from(["strict", "unordered", "subset", "superset"]))
+def test_match_invariants(
+    expected: list[tuple[str, int]], actual: list[tuple[str, int]], mode: MatchMode
+) -> None:
+    golden = case(*((name, {"x": x}) for name, x in expected), match=mode)
+    run = traj(*(call(i, name, {"x": x}) for i, (name, x) in enumerate(actual, start=1)))
+    result = match_trajectory(run, golden)
+    assert 0.0 <= result.score <= 1.0
+    assert result.passed == (result.score == 1.0)
+    # Every expected and every actual call is accounted for exactly once.
+    used_e = [p.expected_index for p in (*result.pairs, *result.out_of_order)] + list(result.missing)
+    used_a = [p.actual_index for p in (*result.pairs, *result.out_of_order)] + list(result.extra)
+    assert sorted(used_e) == list(range(len(expected)))
+    assert sorted(used_a) == list(range(len(actual)))
+    if mode != "strict":
+        # The optimal assignment pairs as many same-name calls as exist, and the most right ones.
+        for name in "abc":
+            pairs = [p for p in result.pairs if p.name == name]
+            assert len(pairs) == min(sum(n == name for n, _ in expected), sum(n == name for n, _ in actual))
+            exact = sum(min(expected.count((name, x)), actual.count((name, x))) for x in range(3))
+            assert sum(p.args_ok for p in pairs) == exact
