@@ -113,7 +113,11 @@ def role(message: Any) -> str | None:
     message = _unwrap(message)
     value = message.get("role")
     if value is None:
+        # LangChain messages say who spoke in ``type``; Responses API call items use it for the item
+        # kind and have no speaker (they belong to the assistant's output).
         value = message.get("type")
+        if value in _CALL_ITEM_TYPES:
+            return None
     return value.lower() if isinstance(value, str) else None
 
 

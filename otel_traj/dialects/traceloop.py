@@ -131,10 +131,12 @@ def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Age
 
 def _plain_output(value: Any) -> str | None:
     """A decorated function's return value, when it is text rather than a message list."""
-    if isinstance(value, str) and value[:1] not in ("{", "["):
-        return value
-    data = loads(value) if isinstance(value, str) and value.startswith('"') else None
-    return data if isinstance(data, str) else None
+    if not isinstance(value, str):
+        return None
+    if value.startswith('"'):
+        data = loads(value)
+        return data if isinstance(data, str) else None
+    return value if value[:1] not in ("{", "[") else None
 
 
 def _indexed_prompt(attrs: Mapping[str, Any], max_chars: int) -> str | None:
