@@ -154,9 +154,12 @@ def test_jaeger_v3_result_is_otlp_json() -> None:
     assert (span.scope_name, span.resource["service.name"]) == ("v3-scope", "v3-service")
 
 
-def test_directory_of_samples_reads_every_file_sorted() -> None:
+def test_directory_of_samples_reads_every_file_sorted_and_each_span_once() -> None:
     batch = read_trace_files([FORMATS])
-    expected = [_read(p.name) for p in sorted(FORMATS.iterdir())]
-    assert len(batch) == sum(len(r.views) for r in expected)
-    assert batch.malformed == sum(r.malformed for r in expected) == 2
-    assert [v.name for v in batch] == [v.name for r in expected for v in r.views]
+    every = [v for p in sorted(FORMATS.iterdir()) for v in _read(p.name).views]
+    first_seen: dict[tuple[int, int], str] = {}
+    for view in every:
+        first_seen.setdefault((view.trace_id, view.span_id), view.name)
+    assert [v.name for v in batch] == list(first_seen.values())
+    assert batch.duplicates == len(every) - len(first_seen) > 0
+    assert batch.malformed == 2

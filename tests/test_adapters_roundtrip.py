@@ -33,6 +33,7 @@ from opentelemetry.trace import (
 from otel_traj.adapters import (
     from_readable_span,
     read_trace_file,
+    read_trace_files,
     views_from_bytes,
     views_from_otlp_json,
     views_from_request,
@@ -319,3 +320,13 @@ def test_real_fixture_protobuf_and_json_agree(pb_path: Path) -> None:
     assert from_pb.malformed == from_json.malformed == 0
     assert len(from_pb.views) > 0
     assert comparable_all(from_json.views) == comparable_all(from_pb.views)
+
+
+def test_directory_reads_each_span_once(request_message: ExportTraceServiceRequest, tmp_path: Path) -> None:
+    expected = comparable_all(views_from_request(request_message))
+    _write_forms(request_message, tmp_path)
+    batch = read_trace_files([tmp_path])
+    assert comparable_all(batch) == expected
+    # Nine files with trace suffixes (the one without an extension is not picked up) hold the same spans.
+    assert batch.duplicates == 8 * len(expected)
+    assert batch.malformed == 0

@@ -8,22 +8,26 @@ from otel_traj.spanview import SpanView
 
 
 class SpanBatch(list[SpanView]):
-    """A ``list`` of SpanViews with a ``malformed`` count of the spans that were skipped.
+    """A ``list`` of SpanViews, with counts of the spans that were left out.
 
-    A span is malformed when it lacks a valid trace or span id or a field has the wrong type; one bad
-    span never costs the rest of the payload. Being a list, a batch goes wherever views are expected,
-    and the count travels with it to whoever reports pipeline health.
+    ``malformed``: spans without a valid trace or span id, or with a wrongly typed field; one bad
+    span never costs the rest of the payload. ``duplicates``: spans already read from another file
+    (same trace and span id), as when a directory holds both the protobuf and the JSON of a run.
+    Being a list, a batch goes wherever views are expected, and the counts travel with it to whoever
+    reports pipeline health.
     """
 
-    __slots__ = ("malformed",)
+    __slots__ = ("duplicates", "malformed")
 
-    def __init__(self, views: Iterable[SpanView] = (), malformed: int = 0) -> None:
+    def __init__(self, views: Iterable[SpanView] = (), malformed: int = 0, duplicates: int = 0) -> None:
         super().__init__(views)
         self.malformed = malformed
+        self.duplicates = duplicates
 
     def extend_batch(self, other: SpanBatch) -> None:
         self.extend(other)
         self.malformed += other.malformed
+        self.duplicates += other.duplicates
 
     def __repr__(self) -> str:
-        return f"SpanBatch({list.__repr__(self)}, malformed={self.malformed})"
+        return f"SpanBatch({list.__repr__(self)}, malformed={self.malformed}, duplicates={self.duplicates})"

@@ -238,16 +238,27 @@ def expand_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
 
 
 def read_trace_files(paths: Iterable[str | Path]) -> SpanBatch:
-    """All views of all files (directories expanded); ``malformed`` counts skipped spans of all.
+    """All views of all files (directories expanded), each span once.
 
-    Any unreadable file raises ``TraceFileError``, except that files found in a directory which hold
-    some other kind of JSON (a facts or config file next to the traces) are passed over.
+    A span read before from another file (same trace and span id) is counted in ``duplicates`` and
+    left out. Any unreadable file raises ``TraceFileError``, except that files found in a directory
+    which hold some other kind of JSON (a facts or config file next to the traces) are passed over.
     """
     batch = SpanBatch()
+    seen: set[tuple[int, int]] = set()
     for path, explicit in expand_paths(paths):
         try:
-            batch.extend_batch(read_trace_file(path).views)
+            views = read_trace_file(path).views
         except NotATraceFileError:
             if explicit:
                 raise
+            continue
+        batch.malformed += views.malformed
+        for view in views:
+            key = (view.trace_id, view.span_id)
+            if key in seen:
+                batch.duplicates += 1
+            else:
+                seen.add(key)
+                batch.append(view)
     return batch
