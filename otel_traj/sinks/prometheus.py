@@ -229,11 +229,13 @@ class PrometheusSink(Sink):
             status = "unobserved" if not call.observed else "ok" if call.ok else "error"
             child(self.tool_calls, agent, tool_label(call.name), status).inc()
 
+        # Exemplars only on the series the dashboards plot: validating one costs about as much as
+        # the observation itself.
         child(self.trajectory_tool_calls, agent).observe(len(traj.tool_calls), exemplar)
-        child(self.trajectory_model_turns, agent).observe(len(traj.model_calls), exemplar)
+        child(self.trajectory_model_turns, agent).observe(len(traj.model_calls))
         tokens = traj.tokens
-        child(self.trajectory_tokens, agent, "input").observe(tokens.input, exemplar)
-        child(self.trajectory_tokens, agent, "output").observe(tokens.output, exemplar)
+        child(self.trajectory_tokens, agent, "input").observe(tokens.input)
+        child(self.trajectory_tokens, agent, "output").observe(tokens.output)
         child(self.trajectory_tokens, agent, "total").observe(tokens.total, exemplar)
         child(self.trajectory_duration, agent).observe(traj.duration_s, exemplar)
 
