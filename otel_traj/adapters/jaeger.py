@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.adapters.batch import SpanBatch
-from otel_traj.adapters.otlp_json import MalformedError, is_otlp_json, to_int, views_from_otlp_json
+from otel_traj.adapters.otlp_json import (
+    MalformedError,
+    is_otlp_json,
+    json_array,
+    json_object,
+    to_int,
+    views_from_otlp_json,
+)
 from otel_traj.spanview import (
     EMPTY,
     KIND_CLIENT,
@@ -60,22 +67,6 @@ def is_jaeger_json(doc: Any) -> bool:
     )
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    if value is None:
-        return EMPTY
-    if not isinstance(value, Mapping):
-        raise MalformedError(f"expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise MalformedError(f"expected a JSON array, got {type(value).__name__}")
-    return value
-
-
 def _hex_id(value: Any, size: int) -> int:
     # Jaeger drops leading zeros and writes 64-bit trace ids as 16 digits.
     if not isinstance(value, str) or len(value) > 2 * size or not _HEX.fullmatch(value):
@@ -108,8 +99,8 @@ def tag_value(tag: Mapping[str, Any]) -> Any:
 
 def tags(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for tag in _list(value):
-        tag = _mapping(tag)
+    for tag in json_array(value):
+        tag = json_object(tag)
         key = tag.get("key")
         if not isinstance(key, str):
             raise MalformedError(f"tag key {key!r} is not a string")
@@ -118,7 +109,7 @@ def tags(value: Any) -> dict[str, Any]:
 
 
 def _resource(process: Any) -> dict[str, Any]:
-    process = _mapping(process)
+    process = json_object(process)
     resource = tags(process.get("tags"))
     service = process.get("serviceName")
     if isinstance(service, str):
@@ -127,14 +118,14 @@ def _resource(process: Any) -> dict[str, Any]:
 
 
 def _event(log: Any) -> SpanEvent:
-    log = _mapping(log)
+    log = json_object(log)
     fields = tags(log.get("fields"))
     name = fields.pop("event", "")
     return SpanEvent(str(name), to_int(log.get("timestamp")) * 1000, fields or EMPTY)
 
 
 def _parent(span: Mapping[str, Any], trace_id: int) -> int | None:
-    refs = [_mapping(r) for r in _list(span.get("references"))]
+    refs = [json_object(r) for r in json_array(span.get("references"))]
     for ref_type in ("CHILD_OF", "FOLLOWS_FROM"):
         for ref in refs:
             if ref.get("refType") != ref_type:
@@ -157,7 +148,7 @@ def _status(attrs: dict[str, Any]) -> tuple[int, str | None]:
 
 def span_view(span: Any, resources: Mapping[str, Mapping[str, Any]]) -> SpanView:
     """One Jaeger span; raises ``MalformedError`` if it lacks valid ids or has wrong types."""
-    span = _mapping(span)
+    span = json_object(span)
     trace_id = _hex_id(span.get("traceID"), 16)
     span_id = _hex_id(span.get("spanID"), 8)
     if not trace_id or not span_id:
@@ -174,7 +165,7 @@ def span_view(span: Any, resources: Mapping[str, Mapping[str, Any]]) -> SpanView
     else:
         resource = resources.get(str(span.get("processID")), EMPTY)
     scope = all_tags.get("otel.scope.name", all_tags.get("otel.library.name", ""))
-    logs = _list(span.get("logs"))
+    logs = json_array(span.get("logs"))
     attrs = {k: v for k, v in all_tags.items() if k not in _SPAN_FIELD_TAGS}
     return SpanView(
         trace_id=trace_id,
@@ -194,14 +185,14 @@ def span_view(span: Any, resources: Mapping[str, Mapping[str, Any]]) -> SpanView
 
 
 def _trace(trace: Any, batch: SpanBatch) -> None:
-    trace = _mapping(trace)
+    trace = json_object(trace)
     resources: dict[str, Mapping[str, Any]] = {}
-    for process_id, process in _mapping(trace.get("processes")).items():
+    for process_id, process in json_object(trace.get("processes")).items():
         try:
             resources[process_id] = _resource(process) or EMPTY
         except MalformedError:
             resources[process_id] = EMPTY
-    for span in _list(trace.get("spans")):
+    for span in json_array(trace.get("spans")):
         try:
             batch.append(span_view(span, resources))
         except (MalformedError, RecursionError):
@@ -222,7 +213,7 @@ def views_from_jaeger(doc: Any) -> SpanBatch:
         return SpanBatch(malformed=1)
     batch = SpanBatch()
     try:
-        traces = _list(doc["data"]) if "data" in doc else [doc]
+        traces = json_array(doc["data"]) if "data" in doc else [doc]
     except MalformedError:
         return SpanBatch(malformed=1)
     for trace in traces:

@@ -22,7 +22,8 @@ from typing import Any
 from otel_traj.adapters.batch import SpanBatch
 from otel_traj.spanview import EMPTY, SpanEvent, SpanView
 
-OTLP_JSON_KEYS = ("resourceSpans", "resource_spans", "batches", "trace")
+_GROUP_KEYS = ("resourceSpans", "resource_spans", "batches")
+OTLP_JSON_KEYS = (*_GROUP_KEYS, "trace")
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _HAS_IS_REMOTE = 0x100
@@ -35,7 +36,7 @@ class MalformedError(ValueError):
     """One entry (span, attribute, id) that cannot be read; its span is skipped and counted."""
 
 
-def field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
     value = obj.get(camel)
     return obj.get(snake) if value is None else value
 
@@ -99,7 +100,8 @@ def _enum(value: Any, names: dict[str, int], prefix: str) -> int:
     return to_int(value)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
+def json_object(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object; ``null`` reads as an empty one, anything else is malformed."""
     if value is None:
         return EMPTY
     if not isinstance(value, Mapping):
@@ -107,7 +109,8 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value
 
 
-def _list(value: Any) -> list[Any]:
+def json_array(value: Any) -> list[Any]:
+    """``value`` if it is a JSON array; ``null`` reads as an empty one, anything else is malformed."""
     if value is None:
         return []
     if not isinstance(value, list):
@@ -125,7 +128,7 @@ def _str(value: Any) -> str:
 
 def any_value(value: Any) -> Any:
     """The Python value of an OTLP/JSON ``AnyValue`` object (arrays -> tuple, kvlists -> dict)."""
-    for key, inner in _mapping(value).items():
+    for key, inner in json_object(value).items():
         if key in ("stringValue", "string_value"):
             return _str(inner)
         if key in ("intValue", "int_value"):
@@ -137,9 +140,9 @@ def any_value(value: Any) -> Any:
         if key in ("doubleValue", "double_value"):
             return _to_float(inner)
         if key in ("arrayValue", "array_value"):
-            return tuple(any_value(item) for item in _list(_mapping(inner).get("values")))
+            return tuple(any_value(item) for item in json_array(json_object(inner).get("values")))
         if key in ("kvlistValue", "kvlist_value"):
-            return attributes(_mapping(inner).get("values"))
+            return attributes(json_object(inner).get("values"))
         if key in ("bytesValue", "bytes_value"):
             try:
                 return base64.b64decode(_str(inner), validate=True)
@@ -150,41 +153,41 @@ def any_value(value: Any) -> Any:
 
 def attributes(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for kv in _list(value):
-        kv = _mapping(kv)
+    for kv in json_array(value):
+        kv = json_object(kv)
         out[_str(kv.get("key"))] = any_value(kv.get("value"))
     return out
 
 
 def _event(obj: Any) -> SpanEvent:
-    obj = _mapping(obj)
+    obj = json_object(obj)
     return SpanEvent(
         _str(obj.get("name")),
-        to_int(field(obj, "timeUnixNano", "time_unix_nano")),
+        to_int(_field(obj, "timeUnixNano", "time_unix_nano")),
         attributes(obj.get("attributes")) or EMPTY,
     )
 
 
 def span_view(obj: Any, resource: Mapping[str, Any], scope_name: str) -> SpanView:
     """One OTLP/JSON span; raises ``MalformedError`` if it lacks valid ids or has wrong types."""
-    obj = _mapping(obj)
-    trace_id = parse_id(field(obj, "traceId", "trace_id"), 16)
-    span_id = parse_id(field(obj, "spanId", "span_id"), 8)
+    obj = json_object(obj)
+    trace_id = parse_id(_field(obj, "traceId", "trace_id"), 16)
+    span_id = parse_id(_field(obj, "spanId", "span_id"), 8)
     if not trace_id or not span_id:
         raise MalformedError("all-zero trace or span id")
-    parent = field(obj, "parentSpanId", "parent_span_id")
-    status = _mapping(obj.get("status"))
+    parent = _field(obj, "parentSpanId", "parent_span_id")
+    status = json_object(obj.get("status"))
     kind = _enum(obj.get("kind"), _KINDS, "SPAN_KIND_")
     code = _enum(status.get("code"), _STATUS_CODES, "STATUS_CODE_")
     flags = to_int(obj.get("flags"))
-    events = _list(obj.get("events"))
+    events = json_array(obj.get("events"))
     return SpanView(
         trace_id=trace_id,
         span_id=span_id,
         parent_id=(parse_id(parent, 8) or None) if parent else None,
         name=_str(obj.get("name")),
-        start_ns=to_int(field(obj, "startTimeUnixNano", "start_time_unix_nano")),
-        end_ns=to_int(field(obj, "endTimeUnixNano", "end_time_unix_nano")),
+        start_ns=to_int(_field(obj, "startTimeUnixNano", "start_time_unix_nano")),
+        end_ns=to_int(_field(obj, "endTimeUnixNano", "end_time_unix_nano")),
         attributes=attributes(obj.get("attributes")) or EMPTY,
         events=tuple(_event(e) for e in events) if events else (),
         status_code=code if 0 <= code <= 2 else 0,
@@ -198,12 +201,12 @@ def span_view(obj: Any, resource: Mapping[str, Any], scope_name: str) -> SpanVie
 
 
 def _scope_spans(obj: Any, resource: Mapping[str, Any], batch: SpanBatch) -> None:
-    obj = _mapping(obj)
-    scope = field(obj, "scope", "instrumentationLibrary")
+    obj = json_object(obj)
+    scope = _field(obj, "scope", "instrumentationLibrary")
     if scope is None:
         scope = obj.get("instrumentation_library")
-    scope_name = _str(_mapping(scope).get("name"))
-    for span in _list(obj.get("spans")):
+    scope_name = _str(json_object(scope).get("name"))
+    for span in json_array(obj.get("spans")):
         try:
             batch.append(span_view(span, resource, scope_name))
         except (MalformedError, RecursionError):
@@ -211,12 +214,12 @@ def _scope_spans(obj: Any, resource: Mapping[str, Any], batch: SpanBatch) -> Non
 
 
 def _resource_spans(obj: Any, batch: SpanBatch) -> None:
-    obj = _mapping(obj)
-    resource = attributes(_mapping(obj.get("resource")).get("attributes")) or EMPTY
-    groups = field(obj, "scopeSpans", "scope_spans")
+    obj = json_object(obj)
+    resource = attributes(json_object(obj.get("resource")).get("attributes")) or EMPTY
+    groups = _field(obj, "scopeSpans", "scope_spans")
     if groups is None:
-        groups = field(obj, "instrumentationLibrarySpans", "instrumentation_library_spans")
-    for group in _list(groups):
+        groups = _field(obj, "instrumentationLibrarySpans", "instrumentation_library_spans")
+    for group in json_array(groups):
         try:
             _scope_spans(group, resource, batch)
         except (MalformedError, RecursionError):
@@ -242,18 +245,14 @@ def views_from_otlp_json(doc: Any) -> SpanBatch:
         return batch
     if not is_otlp_json(doc):
         raise ValueError(f"not OTLP/JSON: expected an object with one of {', '.join(OTLP_JSON_KEYS)}")
-    if "trace" in doc and not any(key in doc for key in OTLP_JSON_KEYS[:3]):
+    groups = next((doc[key] for key in _GROUP_KEYS if doc.get(key) is not None), None)
+    if groups is None and "trace" in doc:
         inner = doc["trace"]
         if is_otlp_json(inner) or isinstance(inner, list):
             return views_from_otlp_json(inner)
         return SpanBatch(malformed=1)
-    groups = doc.get("resourceSpans")
-    if groups is None:
-        groups = doc.get("resource_spans")
-    if groups is None:
-        groups = doc.get("batches")
     try:
-        groups = _list(groups)
+        groups = json_array(groups)
     except MalformedError:
         batch.malformed += 1
         return batch
