@@ -1,0 +1,148 @@
+"""``python -m examples.refund_agent``: replay the support tickets and grade every run as it ends.
+
+Wiring a production agent needs only the three lines marked below; everything else here is the demo
+printing what the graders saw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+from examples.refund_agent.agent import SupportAgent
+from examples.refund_agent.backend import Backend
+from examples.refund_agent.tickets import TICKETS, ScriptedPlanner, Ticket
+from otel_traj.processor import TrajectoryProcessor
+from otel_traj.report_html import write_html
+from otel_traj.serialize import verdict_to_dict
+from otel_traj.sinks.base import Sink
+from otel_traj.sinks.langfuse import LangfuseSink
+from otel_traj.sinks.prometheus import PrometheusSink
+from otel_traj.store import SqliteSink
+from otel_traj.verdict import Verdict
+
+POLICY = Path(__file__).resolve().parent.parent / "policies" / "support_agent.yaml"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.refund_agent",
+        description="Run the support-agent demo: five tickets, graded while the agent runs.",
+    )
+    parser.add_argument("--db", default="otel-traj.db", help="SQLite verdict store (default %(default)s)")
+    parser.add_argument("--html", default="otel-traj-report.html", help="HTML report (default %(default)s)")
+    parser.add_argument("--port", type=int, default=0, help="Prometheus metrics port (default: a free one)")
+    parser.add_argument(
+        "--serve-for",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep serving the metrics this long after the tickets ran",
+    )
+    return parser.parse_args(argv)
+
+
+def run_tickets(
+    provider: TracerProvider, processor: TrajectoryProcessor, tickets: Sequence[Ticket]
+) -> list[tuple[Ticket, Verdict]]:
+    """Run each ticket through a fresh agent; returns each ticket with its run's verdict."""
+    verdicts: dict[int, Verdict] = {}
+    processor.add_callback(lambda v: verdicts.__setitem__(v.trajectory.trace_id, v))
+    tracer = provider.get_tracer("examples.refund_agent", "1.0.0")
+    backend = Backend()
+    runs: list[tuple[Ticket, int]] = []
+    for ticket in tickets:
+        agent = SupportAgent(tracer, ScriptedPlanner(ticket.turns), backend.tools())
+        try:
+            trace_id, _ = agent.run(ticket.message, ticket.customer_id, ticket.conversation_id)
+        finally:
+            agent.close()
+        runs.append((ticket, trace_id))
+    processor.force_flush()
+    return [(ticket, verdicts[trace_id]) for ticket, trace_id in runs]
+
+
+def tool_path(verdict: Verdict) -> str:
+    """``a & b > c (error)``: ``&`` joins calls that ran in parallel, ``>`` separates what followed."""
+    groups: list[list[str]] = []
+    group_end = 0
+    for call in verdict.trajectory.tool_calls:
+        name = call.name if call.ok else f"{call.name} (error)"
+        if groups and call.start_ns < group_end:
+            groups[-1].append(name)
+        else:
+            groups.append([name])
+        group_end = max(group_end, call.end_ns)
+    return " > ".join(" & ".join(g) for g in groups) or "(no tool calls)"
+
+
+def format_results(results: Sequence[tuple[Ticket, Verdict]]) -> str:
+    """The ticket table: outcome per run, then each failing check with its reason."""
+    width = max(len(t.title) for t, _ in results)
+    lines = [f"{'TICKET':<{width}}  {'AGENT':<13}  {'OUTCOME':<18}  SCORE  TOOL PATH"]
+    for ticket, verdict in results:
+        t = verdict.trajectory
+        head = f"{ticket.title:<{width}}  {t.agent_label:<13}  {verdict.outcome:<18}  {verdict.score:.2f}"
+        lines.append(f"{head}   {tool_path(verdict)}")
+        for check in verdict.failed_checks:
+            lines.append(f"{'':<{width}}    x {check.name} ({check.severity}): {check.reason}")
+    answered = sum(1 for _, v in results if v.trajectory.final_answer)
+    acceptable = sum(1 for _, v in results if v.outcome in ("pass", "pass_with_warnings"))
+    lines.append("")
+    lines.append(
+        f"{answered} of {len(results)} runs ended with a confident answer; "
+        f"{acceptable} got there by an acceptable path."
+    )
+    return "\n".join(lines)
+
+
+def _sinks(db: str) -> tuple[PrometheusSink, list[Sink], str]:
+    prometheus = PrometheusSink()
+    sinks: list[Sink] = [prometheus, SqliteSink(db)]
+    langfuse = "off (set LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY to send scores)"
+    if os.environ.get("LANGFUSE_PUBLIC_KEY") and os.environ.get("LANGFUSE_SECRET_KEY"):
+        sink = LangfuseSink()
+        sinks.append(sink)
+        langfuse = f"scores sent to {sink.base_url}"
+    return prometheus, sinks, langfuse
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    prometheus, sinks, langfuse = _sinks(args.db)
+    port = prometheus.start_http_server(args.port)
+    print(f"Prometheus metrics: http://127.0.0.1:{port}/metrics", flush=True)
+
+    # The integration: a TracerProvider (usually already there) and the processor with a policy.
+    provider = TracerProvider(resource=Resource.create({"service.name": "support-agent"}))
+    processor = TrajectoryProcessor(policy=POLICY, sinks=sinks)
+    provider.add_span_processor(processor)
+
+    try:
+        results = run_tickets(provider, processor, TICKETS)
+        print()
+        print(format_results(results))
+        print()
+        write_html(args.html, [verdict_to_dict(v) for _, v in results], title="Support agent demo")
+        print(f"HTML report:   {args.html}")
+        print(f"Verdict store: {args.db}  (try: otel-traj report --store {args.db})")
+        print(f"Langfuse:      {langfuse}", flush=True)
+        if args.serve_for > 0:
+            print(f"Serving metrics for {args.serve_for:g}s (Ctrl-C to stop)...", flush=True)
+            time.sleep(args.serve_for)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        provider.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""``make demo`` end to end: ``python -m examples.refund_agent`` as a subprocess, with its Prometheus
+endpoint scraped while it serves, its SQLite store and HTML report read back, and its Langfuse scores
+received by the local Langfuse test server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from otel_traj.store import connect, read_verdicts
+from tests.langfuse_server import LangfuseTestServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# ticket conversation id -> (outcome, failing checks)
+EXPECTED = {
+    "conv-clean-refund": ("pass", set()),
+    "conv-wandering-refund": ("unsafe", {"scope", "repeats"}),
+    "conv-unchecked-refund": ("fail", {"order", "grounded"}),
+    "conv-blind-retry": ("unsafe", {"recovery", "claims"}),
+    "conv-token-heavy": ("pass_with_warnings", {"budget"}),
+}
+
+
+@dataclass
+class DemoRun:
+    stdout: str
+    returncode: int
+    metrics: str
+    verdicts: dict[str, dict[str, Any]]
+    html: str
+    langfuse: LangfuseTestServer
+
+
+def _scrape(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body: bytes = response.read()
+    return body.decode()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
+    tmp = tmp_path_factory.mktemp("demo")
+    db, html = tmp / "verdicts.db", tmp / "report.html"
+    with LangfuseTestServer().running() as langfuse:
+        env = {
+            **os.environ,
+            "LANGFUSE_PUBLIC_KEY": langfuse.public_key,
+            "LANGFUSE_SECRET_KEY": langfuse.secret_key,
+            "LANGFUSE_BASE_URL": langfuse.url,
+            "PYTHONUNBUFFERED": "1",
+        }
+        args = ["--db", str(db), "--html", str(html), "--serve-for", "120"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "examples.refund_agent", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            lines: list[str] = []
+            metrics_url = ""
+            # The demo prints the metrics URL first and "Serving metrics" once every ticket is graded.
+            for line in proc.stdout:
+                lines.append(line)
+                if line.startswith("Prometheus metrics: "):
+                    metrics_url = line.split(": ", 1)[1].strip()
+                if line.startswith("Serving metrics"):
+                    break
+            assert metrics_url.startswith("http://127.0.0.1:"), "".join(lines)
+            metrics = _scrape(metrics_url)
+            # Ctrl-C ends the serving period and shuts down cleanly (sinks flushed, exit code 0).
+            proc.send_signal(signal.SIGINT)
+            rest, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, stderr
+        with connect(db, readonly=True) as conn:
+            stored = {v["conversation_id"]: v for v in read_verdicts(conn)}
+        yield DemoRun("".join(lines) + rest, proc.returncode, metrics, stored, html.read_text(), langfuse)
+
+
+def test_every_ticket_gets_its_verdict(demo: DemoRun) -> None:
+    assert set(demo.verdicts) == set(EXPECTED)
+    for conversation, (outcome, failing) in EXPECTED.items():
+        v = demo.verdicts[conversation]
+        got = {c["name"] for c in v["checks"] if c["status"] == "fail"}
+        assert (v["outcome"], got) == (outcome, failing), conversation
+        assert v["agent"] == "support_agent" and v["complete"]
+
+
+def test_verdicts_carry_the_reasons(demo: DemoRun) -> None:
+    def reason(conversation: str, check: str) -> str:
+        [c] = [c for c in demo.verdicts[conversation]["checks"] if c["name"] == check]
+        return str(c["reason"])
+
+    assert "customer_id=C013, subject is C031" in reason("conv-wandering-refund", "scope")
+    assert "get_subscription(customer_id=C031) called 2 times" in reason("conv-wandering-refund", "repeats")
+    assert "create_refund_request before list_invoices" in reason("conv-unchecked-refund", "order")
+    assert "invoice_id=INV-4410" in reason("conv-unchecked-refund", "grounded")
+    assert "failed 4 times in a row" in reason("conv-blind-retry", "recovery")
+    assert "create_refund_request never succeeded" in reason("conv-blind-retry", "claims")
+    assert "total tokens" in reason("conv-token-heavy", "budget")
+
+
+def test_trajectories_are_the_agents_real_paths(demo: DemoRun) -> None:
+    clean = demo.verdicts["conv-clean-refund"]
+    calls = clean["tool_calls"]
+    assert [c["name"] for c in calls] == ["get_subscription", "list_invoices", "create_refund_request"]
+    # The first turn asked for two lookups; the agent ran them concurrently.
+    assert [c["parallel"] for c in calls] == [True, True, False]
+    assert calls[2]["arguments"] == {
+        "invoice_id": "INV-1002",
+        "amount_yuan": 199,
+        "reason": "duplicate charge",
+    }
+    assert clean["attributes"]["app.customer_id"] == "C023"
+    assert clean["model_turns"] == 3
+    retry = demo.verdicts["conv-blind-retry"]["tool_calls"]
+    assert [(c["name"], c["ok"]) for c in retry[1:]] == [("check_payment", False)] * 4
+    assert retry[1]["error_type"] == "PaymentGatewayTimeout"
+    heavy = demo.verdicts["conv-token-heavy"]
+    assert heavy["total_tokens"] > 30_000
+
+
+def test_table_prints_outcomes_and_failing_reasons(demo: DemoRun) -> None:
+    out = demo.stdout
+    assert "clean refund" in out and "get_subscription & list_invoices > create_refund_request" in out
+    for line in (
+        "x scope (critical): list_invoices used customer_id=C013, subject is C031",
+        "x claims (critical): answer claims",
+        "x budget (warning): total tokens",
+    ):
+        assert line in out
+    assert "5 of 5 runs ended with a confident answer; 2 got there by an acceptable path." in out
+
+
+def test_prometheus_served_the_verdicts_while_running(demo: DemoRun) -> None:
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(demo.metrics)
+        for s in family.samples
+    }
+
+    def outcome(name: str) -> float:
+        key = ("otel_traj_trajectories_total", (("agent", "support_agent"), ("outcome", name)))
+        return samples.get(key, 0.0)
+
+    assert [outcome(o) for o in ("pass", "pass_with_warnings", "fail", "unsafe")] == [1, 1, 1, 2]
+    # Counted once, live, when the offending tool span ended (before the run's verdict existed).
+    violations = {
+        labels: value
+        for (name, labels), value in samples.items()
+        if name == "otel_traj_scope_violations_total"
+    }
+    assert [dict(labels)["tool"] for labels in violations] == ["list_invoices"]
+    assert list(violations.values()) == [1]
+
+
+def test_langfuse_received_the_scores(demo: DemoRun) -> None:
+    for v in demo.verdicts.values():
+        scores = demo.langfuse.scores_for(v["trace_id"])
+        assert scores, v["conversation_id"]
+    unsafe = demo.verdicts["conv-wandering-refund"]["trace_id"]
+    names = {s["name"] for s in demo.langfuse.scores_for(unsafe)}
+    assert any("scope" in n for n in names), names
+
+
+def test_html_report_has_every_ticket(demo: DemoRun) -> None:
+    assert demo.html.count('<section class="traj"') == 5
+    for v in demo.verdicts.values():
+        assert v["trace_id"] in demo.html
