@@ -108,21 +108,43 @@ def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
 def _mark_parallel(calls: list[ToolCall]) -> None:
     for i, call in enumerate(calls):
         for prev in calls[:i]:
-            siblings = prev.parent_id == call.parent_id and prev.observed and call.observed
-            if siblings and prev.end_ns > call.start_ns:
+            # Overlapping calls where neither contains the other run side by side. Their parents may
+            # differ: LangGraph wraps every call of one step in its own ``tools`` chain span.
+            overlap = prev.observed and call.observed and prev.end_ns > call.start_ns
+            if overlap and not _contains(prev, call):
                 prev.parallel = call.parallel = True
 
 
 def _recover_requested(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCall]:
-    """Tool calls the model asked for that no tool span shows (framework traces model calls only, or
-    the call was never executed): kept as requested-not-observed."""
-    observed_ids = {t.call_id for t in tools if t.call_id}
-    recover_all = not tools
+    """Tool calls the model asked for that no tool span shows (the framework traces model calls only,
+    or the call never ran): kept as requested-not-observed.
+
+    A request matches an executed call by call id, else (many dialects record no id on tool spans, or
+    only on success) by name: the first unmatched call of that name that started after the request.
+    """
+    requested_ids = {r.call_id for m in models for r in m.requested_tools if r.call_id}
+    by_id = {t.call_id: t for t in tools if t.call_id}
+    matched: set[int] = set()
     recovered: list[ToolCall] = []
     for model in models:
         for i, req in enumerate(model.requested_tools):
-            if recover_all or (req.call_id and observed_ids and req.call_id not in observed_ids):
+            hit = by_id.get(req.call_id) if req.call_id else None
+            if hit is None:
+                hit = next(
+                    (
+                        t
+                        for t in tools
+                        if id(t) not in matched
+                        and t.name == req.name
+                        and t.start_ns >= model.start_ns
+                        and (t.call_id is None or t.call_id not in requested_ids)
+                    ),
+                    None,
+                )
+            if hit is None:
                 recovered.append(_requested_call(model, i, req))
+            else:
+                matched.add(id(hit))
     return recovered
 
 

@@ -59,7 +59,11 @@ def test_clean_run_is_rebuilt_exactly() -> None:
     assert [c.parallel for c in t.tool_calls] == [True, True, False, False]
     assert [c.ok for c in t.tool_calls] == [True, True, False, True]
     assert t.tool_calls[2].error_message == "payment gateway timeout"
-    assert t.tool_calls[3].arguments == {"invoice_id": "INV-1002", "amount_yuan": 199, "reason": "duplicate charge"}
+    assert t.tool_calls[3].arguments == {
+        "invoice_id": "INV-1002",
+        "amount_yuan": 199,
+        "reason": "duplicate charge",
+    }
     assert t.model_turns == 4
     assert (t.tokens.input, t.tokens.output) == (400, 40)
     assert t.final_answer == "Your refund for INV-1002 has been submitted (RF-5001)."
@@ -93,7 +97,9 @@ def test_trace_waits_for_open_spans_then_completes() -> None:
     ctx = set_span_in_context(root)
     straggler = h.tracer.start_span("background work", context=ctx)
     tool = h.tracer.start_span(
-        "execute_tool t", context=ctx, attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
+        "execute_tool t",
+        context=ctx,
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"},
     )
     tool.end()
     root.end()
@@ -109,7 +115,9 @@ def test_root_that_never_ends_expires_as_incomplete() -> None:
     root = h.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
     ctx = set_span_in_context(root)
     h.tracer.start_span(
-        "execute_tool t", context=ctx, attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
+        "execute_tool t",
+        context=ctx,
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"},
     ).end()
     [verdict] = h.flush()
     assert not verdict.trajectory.complete
@@ -150,10 +158,16 @@ def test_remote_parent_makes_a_local_root() -> None:
 
 def test_step_cap_drops_and_counts() -> None:
     h = Harness(AssemblerConfig(grace_s=60, ttl_s=600, max_steps=3))
-    run = Run(user="hi", turns=[Turn(calls=[Call("lookup", {"q": i}, i)]) for i in range(3)] + [Turn(text="done")])
+    run = Run(
+        user="hi", turns=[Turn(calls=[Call("lookup", {"q": i}, i)]) for i in range(3)] + [Turn(text="done")]
+    )
     emit(h.tracer, run)
     [verdict] = h.flush()
-    assert len(verdict.trajectory.tool_calls) + verdict.trajectory.model_turns == 3
+    t = verdict.trajectory
+    observed = [c for c in t.tool_calls if c.observed]
+    assert len(observed) + t.model_turns == 3
+    # The second model call asked for a tool whose span the cap dropped: requested, not observed.
+    assert [(c.name, c.observed) for c in t.tool_calls] == [("lookup", True), ("lookup", False)]
     assert verdict.trajectory.dropped_steps == 5
     assert h.processor.stats.dropped["max_steps"] == 5
 
