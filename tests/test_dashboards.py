@@ -31,17 +31,20 @@ PROMQL_WORDS = {
 }  # fmt: skip
 
 
-def promtool() -> str:
-    path = shutil.which("promtool")
+def require_binary(name: str) -> str:
+    """The path of a Prometheus binary: skipped where it is not installed, except in CI."""
+    path = shutil.which(name)
     if path is None:
         if os.environ.get("CI"):
-            pytest.fail("promtool is not installed; CI must install Debian's prometheus package")
-        pytest.skip("promtool is not installed (apt-get install prometheus)")
+            pytest.fail(f"{name} is not installed; CI must install Debian's prometheus package")
+        pytest.skip(f"{name} is not installed (apt-get install prometheus)")
     return path
 
 
 def run_promtool(*args: str, cwd: Path = PROM_DIR) -> str:
-    proc = subprocess.run([promtool(), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [require_binary("promtool"), *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
     return output

@@ -5,8 +5,6 @@ the HTTP API."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import socket
 import subprocess
 import time
@@ -29,22 +27,13 @@ from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.spanview import SpanView
 from otel_traj.verdict import Verdict
+from tests.test_dashboards import dashboard_queries, expand, require_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "dashboards" / "prometheus" / "rules.yml"
-DASHBOARD = ROOT / "dashboards" / "grafana" / "otel-traj.json"
 POLICY = ROOT / "examples" / "policies" / "support_agent.yaml"
 FIXTURES = ROOT / "tests" / "fixtures" / "real" / "pydantic_ai"
 DEADLINE_S = 30.0
-
-
-def prometheus_binary() -> str:
-    path = shutil.which("prometheus")
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("prometheus is not installed; CI must install Debian's prometheus package")
-        pytest.skip("prometheus is not installed (apt-get install prometheus)")
-    return path
 
 
 def free_port() -> int:
@@ -100,7 +89,7 @@ def sink() -> Iterator[PrometheusSink]:
 
 @pytest.fixture
 def prometheus(sink: PrometheusSink, tmp_path: Path) -> Iterator[Prometheus]:
-    binary = prometheus_binary()
+    binary = require_binary("prometheus")
     target = sink.start_http_server(0)
     config = tmp_path / "prometheus.yml"
     config.write_text(
@@ -249,7 +238,5 @@ def run_clean_and_violating(
     assert trace_ids == {violating_trace}
 
     # Every dashboard query runs on the real server (Grafana's variables expanded).
-    for panel in json.loads(DASHBOARD.read_text())["panels"]:
-        for target in panel.get("targets", []):
-            expr = target["expr"].replace("$__rate_interval", "1m").replace("$__range", "1h")
-            prometheus.query(expr.replace("$agent", ".*"))
+    for query in dashboard_queries():
+        prometheus.query(expand(query))

@@ -14,60 +14,28 @@ import pytest
 import uvicorn
 from prometheus_client import REGISTRY, CollectorRegistry
 
+from otel_traj.grader import Grader
 from otel_traj.sinks.base import LiveViolation
 from otel_traj.sinks.prometheus import OTHER, LabelBudget, PrometheusSink
 from otel_traj.stats import PipelineStats
-from otel_traj.steps import ModelCall, ToolCall
-from otel_traj.trajectory import Tokens, Trajectory
 from otel_traj.verdict import CheckResult, Verdict
+from tests.support_trajectories import call, clean_run, example_policy, violating_run
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 VIOLATING_TRACE = 0xD6D0D2797B910CDDF53B5CDC1CDA8447
 CLEAN_TRACE = 0x0AF7651916CD43DD8448EB211C80319C
-
-
-def tool(name: str, span_id: int, ok: bool = True, observed: bool = True) -> ToolCall:
-    return ToolCall(name=name, span_id=span_id, step_id=f"{span_id:016x}", ok=ok, observed=observed)
+GRADER = Grader(example_policy())
+# The violating run's list_invoices(customer_id=C028).
+VIOLATING_STEP = "s3"
 
 
 def make_verdict(trace_id: int, violating: bool, agent: str = "support_agent") -> Verdict:
-    """The refund scenario: a clean run, or one that also lists another customer's invoices."""
-    names = ["get_subscription", "list_invoices", "create_refund_request"]
-    if violating:
-        names = [
-            "get_subscription",
-            "get_subscription",
-            "list_invoices",
-            "list_invoices",
-            "create_refund_request",
-        ]
-    calls = [tool(name, 0x100 + i) for i, name in enumerate(names)]
-    traj = Trajectory(
-        trace_id=trace_id,
-        agent=agent,
-        tool_calls=calls,
-        model_calls=[ModelCall(span_id=0x200 + i) for i in range(len(names) + 1)],
-        tokens=Tokens(input=2400 if violating else 1000, output=240 if violating else 100),
-        start_ns=1_000_000_000,
-        end_ns=4_500_000_000,
-    )
-    scope = CheckResult("scope", "pass", "critical", "all scoped arguments match subject C023")
-    checks = [CheckResult("order", "pass", "error", "list_invoices before create_refund_request")]
-    if violating:
-        scope = CheckResult(
-            "scope",
-            "fail",
-            "critical",
-            "list_invoices used customer_id=C028, subject is C023",
-            ("0000000000000102",),
-        )
-        checks.append(
-            CheckResult(
-                "repeats", "fail", "warning", "get_subscription called 2 times", ("0000000000000101",)
-            )
-        )
-    checks.append(scope)
-    return Verdict(traj, checks, outcome="unsafe" if violating else "pass", score=0.5 if violating else 1.0)
+    """The refund scenario graded with the example policy: clean, or with repeats and a lookup of
+    another customer's invoices (outcome unsafe)."""
+    traj = violating_run() if violating else clean_run()
+    traj.trace_id = trace_id
+    traj.agent = agent
+    return GRADER.grade(traj)
 
 
 def live(trace_id: int, step_id: str, tool_name: str = "list_invoices") -> LiveViolation:
@@ -100,13 +68,11 @@ def test_export_counts_outcomes_checks_tools_and_observes_histograms() -> None:
     assert value(sink, "otel_traj_trajectory_tool_calls_count", agent="support_agent") == 2
     assert value(sink, "otel_traj_trajectory_tool_calls_sum", agent="support_agent") == 8
     assert value(sink, "otel_traj_trajectory_model_turns_sum", agent="support_agent") == 10
-    assert value(sink, "otel_traj_trajectory_tokens_sum", agent="support_agent", type="total") == 1100 + 2640
-    assert (
-        value(sink, "otel_traj_trajectory_tokens_bucket", agent="support_agent", type="total", le="1500.0")
-        == 1
-    )
+    assert value(sink, "otel_traj_trajectory_tokens_sum", agent="support_agent", type="total") == 1320 + 1980
+    tokens = {"agent": "support_agent", "type": "total"}
+    assert value(sink, "otel_traj_trajectory_tokens_bucket", le="1500.0", **tokens) == 1
     assert value(sink, "otel_traj_trajectory_duration_seconds_sum", agent="support_agent") == pytest.approx(
-        7.0
+        0.94
     )
     # Counted at export: no live hook saw this violation.
     assert value(sink, "otel_traj_scope_violations_total", agent="support_agent", tool="list_invoices") == 1
@@ -116,9 +82,9 @@ def test_tool_call_status_distinguishes_errors_and_unobserved_calls() -> None:
     sink = PrometheusSink()
     verdict = make_verdict(CLEAN_TRACE, violating=False)
     verdict.trajectory.tool_calls = [
-        tool("check_payment", 1, ok=False),
-        tool("check_payment", 2),
-        tool("check_payment", 3, observed=False),
+        call(1, "check_payment", ok=False),
+        call(2, "check_payment"),
+        call(3, "check_payment", observed=False),
     ]
     sink.export(verdict)
     for status in ("ok", "error", "unobserved"):
@@ -132,9 +98,9 @@ def test_tool_call_status_distinguishes_errors_and_unobserved_calls() -> None:
 
 def test_live_violation_is_counted_once_with_its_final_verdict() -> None:
     sink = PrometheusSink()
-    sink.on_live_violation(live(VIOLATING_TRACE, "0000000000000102"))
+    sink.on_live_violation(live(VIOLATING_TRACE, VIOLATING_STEP))
     assert value(sink, "otel_traj_scope_violations_total", agent="support_agent", tool="list_invoices") == 1
-    sink.on_live_violation(live(VIOLATING_TRACE, "0000000000000102"))
+    sink.on_live_violation(live(VIOLATING_TRACE, VIOLATING_STEP))
     sink.export(make_verdict(VIOLATING_TRACE, violating=True))
     assert value(sink, "otel_traj_scope_violations_total", agent="support_agent", tool="list_invoices") == 1
 
@@ -148,9 +114,9 @@ def test_final_verdict_counts_violations_the_live_hook_did_not_see() -> None:
     verdict = make_verdict(VIOLATING_TRACE, violating=True)
     scope = next(c for c in verdict.checks if c.name == "scope")
     verdict.checks[verdict.checks.index(scope)] = CheckResult(
-        "scope", "fail", "critical", scope.reason, ("0000000000000102", "0000000000000100")
+        "scope", "fail", "critical", scope.reason, (VIOLATING_STEP, "s1")
     )
-    sink.on_live_violation(live(VIOLATING_TRACE, "0000000000000102"))
+    sink.on_live_violation(live(VIOLATING_TRACE, VIOLATING_STEP))
     sink.export(verdict)
     assert value(sink, "otel_traj_scope_violations_total", agent="support_agent", tool="list_invoices") == 1
     assert (
@@ -168,13 +134,13 @@ def test_failed_scope_check_without_steps_still_counts_one_violation() -> None:
 
 def test_ten_thousand_tool_names_stay_within_the_label_cap() -> None:
     sink = PrometheusSink(max_tools=50, max_agents=5)
+    verdict = make_verdict(CLEAN_TRACE, violating=False)
     for i in range(10_000):
-        verdict = make_verdict(i + 1, violating=False, agent=f"agent-{i % 100}")
-        verdict.trajectory.tool_calls = [tool(f"tool_{i}", 1)]
+        verdict.trajectory.trace_id = i + 1
+        verdict.trajectory.agent = f"agent-{i % 100}"
+        verdict.trajectory.tool_calls = [call(1, f"tool_{i}")]
         sink.export(verdict)
-        sink.on_live_violation(
-            LiveViolation(i + 1, f"agent-{i}", f"tool_{i}", "0000000000000001", live(1, "").result)
-        )
+        sink.on_live_violation(LiveViolation(i + 1, f"agent-{i}", f"tool_{i}", "s1", live(1, "").result))
 
     tools = label_values(sink, "otel_traj_tool_calls", "tool")
     assert len(tools) == 51 and OTHER in tools
@@ -200,7 +166,10 @@ def test_unknown_check_names_are_other() -> None:
     verdict = make_verdict(CLEAN_TRACE, violating=False)
     verdict.checks.append(CheckResult("customer_xyz_check", "fail", "error", "custom"))
     sink.export(verdict)
-    assert label_values(sink, "otel_traj_check_results", "check") == {"order", "scope", OTHER}
+    graded = {c.name for c in verdict.checks[:-1]}
+    assert label_values(sink, "otel_traj_check_results", "check") == graded | {OTHER}
+    labels = {"agent": "support_agent", "check": OTHER, "status": "fail", "severity": "error"}
+    assert value(sink, "otel_traj_check_results_total", **labels) == 1
 
 
 def test_label_budget_rejects_negative_cap() -> None:
@@ -260,7 +229,7 @@ def fetch(url: str, accept: str | None = None) -> tuple[str, str]:
 
 def test_http_server_serves_openmetrics_exemplars_and_stops_on_shutdown() -> None:
     sink = PrometheusSink()
-    sink.on_live_violation(live(VIOLATING_TRACE, "0000000000000102"))
+    sink.on_live_violation(live(VIOLATING_TRACE, VIOLATING_STEP))
     sink.export(make_verdict(VIOLATING_TRACE, violating=True))
     port = sink.start_http_server(0)
     assert port > 0

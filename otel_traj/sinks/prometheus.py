@@ -150,7 +150,7 @@ class PrometheusSink(Sink):
         self._servers: list[tuple[Any, threading.Thread]] = []
         # Children are cached per label tuple: labels() validates and locks on every call, which
         # dominated export() cost. Label values are bounded, so the caches are too.
-        self._children: dict[tuple[str, ...], Any] = {}
+        self._children: dict[tuple[object, ...], Any] = {}
 
         r = self.registry
         self.trajectories = Counter(
@@ -205,7 +205,7 @@ class PrometheusSink(Sink):
         r.register(PipelineHealthCollector(lambda: self.stats))
 
     def _child(self, metric: Any, *labels: str) -> Any:
-        key = (metric._name, *labels)
+        key = (metric, *labels)
         child = self._children.get(key)
         if child is None:
             child = self._children[key] = metric.labels(*labels)
