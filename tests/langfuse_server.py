@@ -227,6 +227,8 @@ class LangfuseTestServer:
 class _Handler(BaseHTTPRequestHandler):
     app: LangfuseTestServer
     protocol_version = "HTTP/1.1"
+    # One write per response: headers and body in separate segments meet delayed ACKs (~40 ms each).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -234,6 +236,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply(self, status: int, body: Any, headers: dict[str, str] | None = None, scores: int = 0) -> None:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         ctype = "application/x-protobuf" if isinstance(body, bytes) else "application/json"
+        # Recorded before replying: once the client has the answer, the record must be visible.
+        with self.app.lock:
+            self.app.requests.append(RequestRecord(self.command, urlparse(self.path).path, status, scores))
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(raw)))
@@ -241,8 +246,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(raw)
-        with self.app.lock:
-            self.app.requests.append(RequestRecord(self.command, urlparse(self.path).path, status, scores))
 
     def _read(self) -> bytes:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
