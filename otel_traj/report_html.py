@@ -240,7 +240,7 @@ def _checks(v: Mapping[str, Any], numbers: Mapping[str, int]) -> str:
         severity = c.get("severity", "")
         refs = dict.fromkeys(f"#{numbers[s]}" if s in numbers else s for s in c.get("steps") or ())
         steps = ", ".join(refs)
-        warn = " warning" if severity in ("warning", "info") else ""
+        warn = " warning" if status == "fail" and severity in ("warning", "info") else ""
         rows.append(
             f'<tr class="check {escape(status)}{warn}"><td class="st {escape(status)}">{escape(status)}</td>'
             f"<td><b>{escape(c.get('name', ''))}</b></td><td>{escape(severity)}</td>"

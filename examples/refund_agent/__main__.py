@@ -23,7 +23,6 @@ from otel_traj.processor import TrajectoryProcessor
 from otel_traj.report_html import write_html
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.base import Sink
-from otel_traj.sinks.langfuse import LangfuseSink
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.store import SqliteSink
 from otel_traj.verdict import Verdict
@@ -108,6 +107,9 @@ def _sinks(db: str) -> tuple[PrometheusSink, list[Sink], str]:
     sinks: list[Sink] = [prometheus, SqliteSink(db)]
     langfuse = "off (set LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY to send scores)"
     if os.environ.get("LANGFUSE_PUBLIC_KEY") and os.environ.get("LANGFUSE_SECRET_KEY"):
+        # Imported only when configured: the langfuse package is the slowest import of the demo.
+        from otel_traj.sinks.langfuse import LangfuseSink
+
         sink = LangfuseSink()
         sinks.append(sink)
         langfuse = f"scores sent to {sink.base_url}"
