@@ -22,17 +22,22 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from otel_traj.adapters.otlp_proto import views_from_bytes
+from otel_traj.adapters.sdk import from_readable_span
 from otel_traj.config import AssemblerConfig
+from otel_traj.dialects import to_step
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.spanview import SpanView
+from otel_traj.steps import ToolCall
 from otel_traj.verdict import Verdict
 from tests.test_dashboards import dashboard_queries, expand, require_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "dashboards" / "prometheus" / "rules.yml"
 POLICY = ROOT / "examples" / "policies" / "support_agent.yaml"
-FIXTURES = ROOT / "tests" / "fixtures" / "real" / "pydantic_ai"
+FIXTURES = ROOT / "tests" / "fixtures" / "real"
+# One framework per dialect family: GenAI semconv, OpenInference, Traceloop.
+FRAMEWORKS = ["pydantic_ai", "openai_agents", "langgraph_traceloop"]
 DEADLINE_S = 30.0
 
 
@@ -173,34 +178,41 @@ def replay(processor: TrajectoryProcessor, events: list[tuple[str, ReadableSpan]
             processor.on_end(span)
 
 
-def test_scope_violation_pages_live_and_links_the_trace(sink: PrometheusSink, prometheus: Prometheus) -> None:
+def is_foreign_lookup(kind: str, span: ReadableSpan) -> bool:
+    """The end of the tool span that read another customer's (C028) data."""
+    if kind != "end":
+        return False
+    step = to_step(from_readable_span(span), 4096)
+    return isinstance(step, ToolCall) and "C028" in str(step.arguments or step.arguments_text)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_scope_violation_pages_live_and_links_the_trace(
+    framework: str, sink: PrometheusSink, prometheus: Prometheus
+) -> None:
     verdicts: list[Verdict] = []
     processor = TrajectoryProcessor(
         policy=POLICY, sinks=[sink], on_verdict=verdicts.append, config=AssemblerConfig(grace_s=60)
     )
     try:
-        run_clean_and_violating(processor, prometheus, verdicts)
+        run_clean_and_violating(processor, prometheus, verdicts, FIXTURES / framework)
     finally:
         # Also shuts the sink's endpoint down.
         processor.shutdown()
 
 
 def run_clean_and_violating(
-    processor: TrajectoryProcessor, prometheus: Prometheus, verdicts: list[Verdict]
+    processor: TrajectoryProcessor, prometheus: Prometheus, verdicts: list[Verdict], fixtures: Path
 ) -> None:
-    replay(processor, lifecycle(FIXTURES / "clean.otlp.pb"))
+    replay(processor, lifecycle(fixtures / "clean.otlp.pb"))
     assert processor.force_flush(5000)
     wait_for(lambda: prometheus.scalar("sum(otel_traj_trajectories_total)") == 1, "the clean run")
     assert prometheus.scalar("sum(otel_traj_scope_violations_total)") is None
     assert "OtelTrajScopeViolation" not in prometheus.firing()
 
     # The violating run, up to the end of the tool span that read another customer's invoices.
-    events = lifecycle(FIXTURES / "violating.otlp.pb")
-    cut = next(
-        i
-        for i, (kind, span) in enumerate(events)
-        if kind == "end" and "C028" in str((span.attributes or {}).get("gen_ai.tool.call.arguments"))
-    )
+    events = lifecycle(fixtures / "violating.otlp.pb")
+    cut = next(i for i, (kind, span) in enumerate(events) if is_foreign_lookup(kind, span))
     violating_trace = f"{events[cut][1].context.trace_id:032x}"
     replay(processor, events[: cut + 1])
     processor.pipeline.process()
