@@ -18,7 +18,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,10 @@ from otel_traj.builder import TraceContext
 from otel_traj.config import AssemblerConfig
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import Step, ToolCall
+
+# The arguments of ``Assembler.add``: trace id, span id, parent id, is root, start, end, step,
+# attributes, resource.
+SpanRecord = tuple[int, int, int | None, bool, int, int, Step | None, Mapping[str, Any], Mapping[str, Any]]
 
 
 @dataclass(slots=True)
@@ -43,6 +47,8 @@ class _Buffer:
     live_cursor: int = 0
     # Run metadata as JSON text (pydantic-ai, OpenInference ``metadata``), parsed off the hot path.
     metadata: str | None = None
+    # In-process GenAI spans not yet parsed into steps (see ``convert_pending``).
+    pending: list[Any] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -60,8 +66,11 @@ class Assembler:
         config: AssemblerConfig | None = None,
         stats: PipelineStats | None = None,
         track_starts: bool = False,
+        convert: Callable[[Any], Step | None] | None = None,
     ) -> None:
         self.config = config or AssemblerConfig()
+        self._convert = convert
+        self._pending_dirty: set[int] = set()
         self.stats = stats or PipelineStats()
         self.track_starts = track_starts
         self._lock = threading.Lock()
@@ -107,33 +116,98 @@ class Assembler:
         step: Step | None,
         attributes: Mapping[str, Any],
         resource: Mapping[str, Any],
+        pending: Any = None,
     ) -> bool:
-        """Record one ended span. Returns False when the span arrived after its trace was graded."""
-        captured = (
-            []
-            if attributes.keys().isdisjoint(self._capture)
-            else [(self._capture_as[k], attributes[k]) for k in attributes.keys() & self._capture]
-        )
+        """Record one ended span. Returns False when the span arrived after its trace was graded.
+
+        ``pending`` is a raw span to parse into a step later, on the worker thread, with the
+        assembler's ``convert`` function: parsing message JSON costs tens of microseconds that must
+        not land on the application's ``span.end()``. The worker converts pending spans every tick,
+        so a raw span is retained for one tick at most.
+        """
+        captured = self._captured(attributes)
         with self._lock:
-            if self.track_starts:
-                self._close(trace_id)
-            if trace_id in self._done:
-                self._spans["late"] += 1
-                return False
-            buf = self._buffers.get(trace_id)
-            if buf is None:
-                # In-process, a span with nothing for us opens no buffer (a root ending first means
-                # the trace had no GenAI step). Received spans always do: children may come later.
-                if step is None and self.track_starts and (is_root or not captured):
-                    self._spans["ignored"] += 1
-                    return True
-                buf = self._new_buffer(trace_id, resource)
-            self._spans["accepted" if step is not None else "ignored"] += 1
-            self._record(buf, span_id, parent_id, is_root, start_ns, end_ns, step, captured)
-            if step is not None and buf.metadata is None:
-                meta = attributes.get("metadata")
-                buf.metadata = meta if isinstance(meta, str) else None
-            return True
+            return self._add(
+                trace_id,
+                span_id,
+                parent_id,
+                is_root,
+                start_ns,
+                end_ns,
+                step,
+                attributes,
+                resource,
+                captured,
+                pending,
+            )
+
+    def add_all(self, records: Sequence[SpanRecord], max_traces: int | None = None) -> bool:
+        """Record the spans of one received request under one hold of the lock, so the worker never
+        grades a trace from part of them.
+
+        With ``max_traces`` (the receiver's all-or-nothing admission): if the spans would open buffers
+        beyond it, record nothing and return False. An empty assembler takes any request, so one that
+        alone opens more than ``max_traces`` traces still gets in.
+        """
+        captured = [self._captured(record[7]) for record in records]
+        with self._lock:
+            if max_traces is not None and self._buffers:
+                buffers, done = self._buffers, self._done
+                new = {r[0] for r in records if r[0] not in buffers and r[0] not in done}
+                if new and len(buffers) + len(new) > max_traces:
+                    return False
+            add = self._add
+            for record, capture in zip(records, captured, strict=True):
+                add(*record, capture)
+        return True
+
+    def _captured(self, attributes: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        if attributes.keys().isdisjoint(self._capture):
+            return []
+        return [(self._capture_as[k], attributes[k]) for k in attributes.keys() & self._capture]
+
+    def _add(
+        self,
+        trace_id: int,
+        span_id: int,
+        parent_id: int | None,
+        is_root: bool,
+        start_ns: int,
+        end_ns: int,
+        step: Step | None,
+        attributes: Mapping[str, Any],
+        resource: Mapping[str, Any],
+        captured: list[tuple[str, Any]],
+        pending: Any = None,
+    ) -> bool:
+        candidate = step is not None or pending is not None
+        if self.track_starts:
+            self._close(trace_id)
+        if trace_id in self._done:
+            self._spans["late"] += 1
+            return False
+        buf = self._buffers.get(trace_id)
+        if buf is None:
+            # In-process, a span with nothing for us opens no buffer (a root ending first means
+            # the trace had no GenAI step). Received spans always do: children may come later.
+            if not candidate and self.track_starts and (is_root or not captured):
+                self._spans["ignored"] += 1
+                return True
+            buf = self._new_buffer(trace_id, resource)
+        self._spans["accepted" if candidate else "ignored"] += 1
+        self._record(buf, span_id, parent_id, is_root, start_ns, end_ns, step, captured)
+        if pending is not None:
+            if len(buf.steps) + len(buf.pending) >= self.config.max_steps:
+                buf.context.dropped_steps += 1
+                self.stats.count_dropped("max_steps")
+            else:
+                buf.pending.append(pending)
+                buf.has_steps = True
+                self._pending_dirty.add(trace_id)
+        if candidate and buf.metadata is None:
+            meta = attributes.get("metadata")
+            buf.metadata = meta if isinstance(meta, str) else None
+        return True
 
     # -- internals (lock held) ------------------------------------------------------------------
 
@@ -190,7 +264,7 @@ class Assembler:
             if parent_id is not None and not is_root and parent_id not in buf.seen:
                 buf.parents.add(parent_id)
         if step is not None:
-            if len(buf.steps) >= self.config.max_steps:
+            if len(buf.steps) + len(buf.pending) >= self.config.max_steps:
                 ctx.dropped_steps += 1
                 self.stats.count_dropped("max_steps")
             else:
@@ -226,14 +300,45 @@ class Assembler:
                     continue
                 del self._buffers[trace_id]
                 self._live_dirty.discard(trace_id)
+                self._pending_dirty.discard(trace_id)
                 self._remember_done(trace_id)
                 if buf.has_steps:
                     taken.append((buf, complete))
             self.stats.traces_in_flight = len(self._buffers)
         for buf, complete in taken:
+            if buf.pending:
+                buf.steps.extend(self._converted(buf.pending))
+            if not buf.steps:
+                continue
             self._apply_metadata(buf)
             out.append(Finished(buf.context, buf.steps, complete))
         return out
+
+    def _converted(self, raw: list[Any]) -> list[Step]:
+        assert self._convert is not None
+        steps = [s for s in map(self._convert, raw) if s is not None]
+        if len(steps) < len(raw):
+            with self._lock:
+                self._spans["accepted"] -= len(raw) - len(steps)
+                self._spans["ignored"] += len(raw) - len(steps)
+        return steps
+
+    def convert_pending(self) -> None:
+        """Parse the raw spans recorded since the last tick into steps (worker thread)."""
+        with self._lock:
+            work = []
+            for trace_id in self._pending_dirty:
+                buf = self._buffers.get(trace_id)
+                if buf is not None and buf.pending:
+                    work.append((buf, buf.pending))
+                    buf.pending = []
+            self._pending_dirty.clear()
+        for buf, raw in work:
+            steps = self._converted(raw)
+            with self._lock:
+                buf.steps.extend(steps)
+                if any(isinstance(s, ToolCall) for s in steps):
+                    self._live_dirty.add(buf.context.trace_id)
 
     def _apply_metadata(self, buf: _Buffer) -> None:
         """Captured keys that only the run's metadata JSON holds (``metadata={"app.customer_id": …}``)."""
@@ -273,11 +378,6 @@ class Assembler:
     @property
     def in_flight(self) -> int:
         return len(self._buffers)
-
-    def new_traces(self, trace_ids: Iterable[int]) -> int:
-        """How many of these traces would open a buffer now: the receiver's admission control."""
-        with self._lock:
-            return sum(1 for t in trace_ids if t not in self._buffers and t not in self._done)
 
 
 def _str(value: object) -> str | None:

@@ -26,6 +26,7 @@ from otel_traj.pipeline import Pipeline, VerdictCallback
 from otel_traj.policy import Policy, load_policy
 from otel_traj.sinks.base import Sink
 from otel_traj.stats import PipelineStats
+from otel_traj.steps import Step
 from otel_traj.verdict import Verdict
 
 logger = logging.getLogger("otel_traj")
@@ -88,6 +89,7 @@ class TrajectoryProcessor(SpanProcessor):
             stats=stats,
             track_starts=True,
             live=live,
+            convert=self._convert,
         )
         self.stats = self.pipeline.stats
         self._assembler = self.pipeline.assembler
@@ -111,10 +113,8 @@ class TrajectoryProcessor(SpanProcessor):
         attrs = _raw_attributes(span)
         parent = span.parent
         is_root = parent is None or parent.is_remote
-        step = None
-        if might_be_genai(attrs, span.name):
-            step = to_step(from_readable_span(span), self._max_chars)
-        if step is None and not is_root and self._assembler.captures_nothing(attrs):
+        candidate = might_be_genai(attrs, span.name)
+        if not candidate and not is_root and self._assembler.captures_nothing(attrs):
             self._assembler.span_ended_untracked(context.trace_id)
             return
         self._assembler.add(
@@ -124,10 +124,19 @@ class TrajectoryProcessor(SpanProcessor):
             is_root,
             span.start_time or 0,
             span.end_time or 0,
-            step,
+            None,
             attrs,
             span.resource.attributes,
+            pending=span if candidate else None,
         )
+
+    def _convert(self, span: ReadableSpan) -> Step | None:
+        """Worker side: the step of a GenAI candidate span; a span we cannot read is counted."""
+        try:
+            return to_step(from_readable_span(span), self._max_chars)
+        except Exception:
+            self.stats.count_internal_error()
+            return None
 
     def _close_quietly(self, span: ReadableSpan) -> None:
         try:
