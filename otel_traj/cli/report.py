@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         conn.close()
     if args.format == "json":
-        print(json.dumps({"trajectories": verdicts}, indent=2))
+        print(json.dumps({"trajectories": verdicts}, indent=2, ensure_ascii=False))
     else:
         print(render_table(verdicts))
     return 0

@@ -4,7 +4,8 @@ Both transports end here. A request is either fed to the assembler whole or refu
 retryable error, so an exporter that retries a refused request neither loses spans nor counts any
 twice. Refusal happens when the request would open more traces than ``max_traces`` allows (the
 assembler holds every trace until graded, and the worker grades at most what the assembler held);
-traces already buffered always get their spans, so a trace that has started can finish.
+traces already buffered always get their spans, so a trace that has started can finish. The spans of
+a request enter the assembler under one hold of its lock, so no trace is graded from half a request.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import threading
 from dataclasses import dataclass, field
 
 from otel_traj.adapters.batch import SpanBatch
+from otel_traj.assembler import SpanRecord
 from otel_traj.dialects import to_step
 from otel_traj.pipeline import Pipeline
-from otel_traj.steps import Step
 
 REQUEST_RESULTS = ("ok", "partial", "overloaded", "unavailable", "invalid", "too_large", "unauthorized")
 
@@ -98,36 +99,30 @@ class Ingest:
     def accept(self, batch: SpanBatch) -> Accepted:
         """Add every span of ``batch`` or none; raises :class:`Refused` when over capacity."""
         max_chars = self.max_chars
-        # Classifying spans is the expensive part and needs no lock.
-        steps: list[Step | None] = [to_step(view, max_chars) for view in batch]
-        trace_ids = {view.trace_id for view in batch}
-        assembler = self.assembler
-        add = assembler.add
+        # Classifying spans is the expensive part; it happens before any lock is taken. A span with
+        # a remote parent belongs to a trace another process started: it is not a root here, so the
+        # spans of both processes assemble into one trajectory.
+        records: list[SpanRecord] = [
+            (
+                view.trace_id,
+                view.span_id,
+                view.parent_id,
+                view.parent_id is None,
+                view.start_ns,
+                view.end_ns,
+                to_step(view, max_chars),
+                view.attributes,
+                view.resource,
+            )
+            for view in batch
+        ]
         with self._lock:
             if self._closed:
                 raise Refused("shutting down", self.retry_after_s)
-            new = assembler.new_traces(trace_ids)
-            # An empty assembler takes any request, so one larger than max_traces still gets in.
-            in_flight = assembler.in_flight
-            if new and in_flight and in_flight + new > self.max_traces:
+            if not self.assembler.add_all(records, self.max_traces):
                 raise Refused(
-                    f"{in_flight} traces in flight, the request opens {new} more (max {self.max_traces})",
+                    f"{self.assembler.in_flight} traces in flight, the limit is {self.max_traces}",
                     self.retry_after_s,
-                )
-            for view, step in zip(batch, steps, strict=True):
-                # A span with a remote parent belongs to a trace another process started: it is
-                # not a root here, so the spans of both processes assemble into one trajectory.
-                is_root = view.parent_id is None
-                add(
-                    view.trace_id,
-                    view.span_id,
-                    view.parent_id,
-                    is_root,
-                    view.start_ns,
-                    view.end_ns,
-                    step,
-                    view.attributes,
-                    view.resource,
                 )
         if batch.malformed:
             self.pipeline.stats.count_spans("malformed", batch.malformed)

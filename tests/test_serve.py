@@ -1,0 +1,479 @@
+"""``otel-traj serve`` as a real subprocess, driven by real OTLP exporters and raw OTLP requests.
+
+Verdicts the service stores must equal what ``otel-traj grade`` says about the same files.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import status_pb2
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+from otel_traj.adapters.otlp_proto import parse_request
+from otel_traj.store import connect, read_verdicts
+from tests.semconv_agent import Run, clean_refund, emit
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "real"
+POLICY = ROOT / "examples" / "policies" / "support_agent.yaml"
+STARTED = re.compile(r"grpc=\S+:(\d+) http=\S+:(\d+) metrics=\S+:(\d+)")
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+FRAMEWORKS = sorted(p.name for p in FIXTURES.iterdir() if (p / "clean.otlp.pb").exists())
+
+
+def cli_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LANGFUSE_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "otel_traj.cli", *args],
+        cwd=ROOT,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
+    """Poll another process's observable state (its store, its /metrics) until ``condition``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+class Served:
+    """One ``otel-traj serve`` process on free ports, its store in ``directory``."""
+
+    def __init__(self, directory: Path, *args: str, store: Path | None = None) -> None:
+        self.store = store or directory / "verdicts.db"
+        self.log = directory / f"serve-{time.monotonic_ns()}.log"
+        with self.log.open("w") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "otel_traj.cli",
+                    "serve",
+                    "--grpc-port",
+                    "0",
+                    "--http-port",
+                    "0",
+                    "--metrics-port",
+                    "0",
+                    "--store",
+                    str(self.store),
+                    "--grace",
+                    "0.05",
+                    *args,
+                ],
+                cwd=ROOT,
+                env=cli_env(),
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        match = STARTED.search(line)
+        if match is None:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"serve did not start: {line!r}\n{self.log.read_text()}")
+        self.grpc_port, self.http_port, self.metrics_port = (int(g) for g in match.groups())
+        self.grpc_target = f"127.0.0.1:{self.grpc_port}"
+        self.http_url = f"http://127.0.0.1:{self.http_port}/v1/traces"
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.proc.send_signal(sig)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=60)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+        return code
+
+    def verdicts(self) -> dict[str, dict[str, Any]]:
+        if not self.store.exists():
+            return {}
+        conn = connect(self.store, readonly=True)
+        try:
+            return {v["trace_id"]: v for v in read_verdicts(conn)}
+        finally:
+            conn.close()
+
+    def wait_verdicts(self, trace_ids: set[str]) -> dict[str, dict[str, Any]]:
+        wait_for(lambda: trace_ids <= set(self.verdicts()), what=f"verdicts for {sorted(trace_ids)}")
+        return self.verdicts()
+
+    def metrics(self) -> str:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            return str(reply.read().decode())
+
+    def metric(self, name: str, **labels: str) -> float:
+        selector = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        pattern = re.compile(rf"^{re.escape(name)}(?:\{{{re.escape(selector)}\}})? (\S+)$", re.M)
+        match = pattern.search(self.metrics())
+        return float(match.group(1)) if match else 0.0
+
+    def export_raw(
+        self, data: bytes, metadata: tuple[tuple[str, str], ...] = ()
+    ) -> ExportTraceServiceResponse:
+        with grpc.insecure_channel(self.grpc_target) as channel:
+            call = channel.unary_unary(
+                EXPORT, request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString
+            )
+            return call(data, metadata=metadata, timeout=10)
+
+    def post(
+        self, body: bytes, content_type: str = "application/x-protobuf", headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        request = urllib.request.Request(
+            self.http_url, data=body, method="POST", headers={"Content-Type": content_type, **(headers or {})}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                return reply.status, dict(reply.headers), reply.read()
+        except urllib.error.HTTPError as error:
+            return error.code, dict(error.headers), error.read()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Callable[..., Served]]:
+    started: list[Served] = []
+
+    def start(*args: str, store: Path | None = None) -> Served:
+        server = Served(tmp_path, *args, store=store)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait()
+
+
+def fixture_paths(ext: str) -> list[Path]:
+    return [FIXTURES / f / f"{s}.{ext}" for f in FRAMEWORKS for s in ("clean", "violating")]
+
+
+def offline(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    result = cli("grade", "--policy", str(POLICY), "--format", "json", *map(str, paths))
+    assert result.returncode in (0, 1), result.stderr
+    return {v["trace_id"]: v for v in json.loads(result.stdout)["trajectories"]}
+
+
+def report(store: Path, *args: str) -> list[dict[str, Any]]:
+    result = cli("report", "--store", str(store), "--format", "json", *args)
+    assert result.returncode == 0, result.stderr
+    trajectories: list[dict[str, Any]] = json.loads(result.stdout)["trajectories"]
+    return trajectories
+
+
+def trace_ids_of(data: bytes) -> set[str]:
+    request = parse_request(data)
+    return {
+        span.trace_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans
+    }
+
+
+# -- real framework fixtures: stored verdicts == offline verdicts --------------------------------------
+
+
+@pytest.mark.parametrize("transport", ["grpc", "http-protobuf", "http-json", "http-protobuf-gzip"])
+def test_fixture_verdicts_equal_offline_grade(served: Callable[..., Served], transport: str) -> None:
+    server = served("--policy", str(POLICY))
+    ext = "otlp.json" if transport == "http-json" else "otlp.pb"
+    paths = fixture_paths(ext)
+    expected_ids: set[str] = set()
+    for path in paths:
+        data = path.read_bytes()
+        expected_ids |= trace_ids_of((path.parent / path.name.replace(ext, "otlp.pb")).read_bytes())
+        if transport == "grpc":
+            reply = server.export_raw(data)
+            assert not reply.HasField("partial_success")
+        else:
+            headers = {"Content-Encoding": "gzip"} if transport.endswith("gzip") else {}
+            body = gzip.compress(data) if headers else data
+            kind = "application/json" if transport == "http-json" else "application/x-protobuf"
+            status, reply_headers, _ = server.post(body, kind, headers)
+            assert status == 200
+            assert reply_headers["content-type"] == kind
+    server.wait_verdicts(expected_ids)
+    assert server.stop() == 0
+    stored = {v["trace_id"]: v for v in report(server.store)}
+    assert set(stored) == expected_ids
+    assert stored == offline(paths)
+    outcomes = {v["outcome"] for v in stored.values()}
+    assert "unsafe" in outcomes  # the violating runs touched another customer's data
+
+
+def test_report_filters_by_outcome_and_time(served: Callable[..., Served]) -> None:
+    server = served("--policy", str(POLICY))
+    data = (FIXTURES / "openai_v2" / "violating.otlp.pb").read_bytes()
+    clean = (FIXTURES / "openai_v2" / "clean.otlp.pb").read_bytes()
+    server.export_raw(data)
+    server.export_raw(clean)
+    server.wait_verdicts(trace_ids_of(data) | trace_ids_of(clean))
+    assert server.stop() == 0
+    unsafe = report(server.store, "--outcome", "unsafe", "--since", "2000-01-01", "--agent", "support_agent")
+    assert [v["trace_id"] for v in unsafe] == sorted(trace_ids_of(data))
+    assert report(server.store, "--since", "2100-01-01T00:00:00") == []
+    table = cli("report", "--store", str(server.store))
+    assert table.returncode == 0
+    assert "unsafe" in table.stdout and "2 trajectories: 1 unsafe, 1 pass" in table.stdout
+
+
+# -- spans of one trace from two processes ---------------------------------------------------------
+
+
+def provider(service: str) -> tuple[TracerProvider, InMemorySpanExporter]:
+    tp = TracerProvider(resource=Resource.create({"service.name": service}))
+    memory = InMemorySpanExporter()
+    tp.add_span_processor(SimpleSpanProcessor(memory))
+    return tp, memory
+
+
+def test_spans_from_two_processes_make_one_trajectory(served: Callable[..., Served]) -> None:
+    server = served("--policy", str(POLICY))
+    # Process A runs the agent (root span); process B runs a tool for it, under the propagated
+    # (remote) parent, and exports first: the receiver waits for the root before grading.
+    tp_a, _ = provider("support-agent")
+    tp_b, _ = provider("billing-tools")
+    exporter_a = GrpcExporter(endpoint=server.grpc_target, insecure=True)
+    exporter_b = HttpExporter(endpoint=server.http_url)
+    tp_a.add_span_processor(SimpleSpanProcessor(exporter_a))
+    tp_b.add_span_processor(SimpleSpanProcessor(exporter_b))
+
+    root = tp_a.get_tracer("agent").start_span(
+        "invoke_agent support_agent",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_agent"},
+    )
+    ctx = root.get_span_context()
+    remote = SpanContext(
+        ctx.trace_id, ctx.span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+    )
+    parent = trace.set_span_in_context(NonRecordingSpan(remote))
+    tool = tp_b.get_tracer("tools").start_span(
+        "execute_tool list_invoices",
+        context=parent,
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "list_invoices",
+            "gen_ai.tool.call.arguments": json.dumps({"customer_id": "C023"}),
+        },
+    )
+    tool.end()
+    tp_b.force_flush()
+    trace_hex = f"{ctx.trace_id:032x}"
+    wait_for(lambda: server.metric("otel_traj_spans_total", result="accepted") >= 1, what="the tool span")
+    assert trace_hex not in server.verdicts()  # no root yet: not graded on its own
+    root.end()
+    tp_a.force_flush()
+    verdict = server.wait_verdicts({trace_hex})[trace_hex]
+    tp_a.shutdown()
+    tp_b.shutdown()
+    assert server.stop() == 0
+    assert verdict["agent"] == "support_agent"
+    assert verdict["complete"] is True
+    assert [c["name"] for c in verdict["tool_calls"]] == ["list_invoices"]
+    assert len(server.verdicts()) == 1
+
+
+# -- the SDK's own exporters, checked against the offline path of the very same spans -----------------
+
+
+def refund_for(customer: str) -> Run:
+    """The clean refund run, on behalf of ``customer`` (C023's data is used: C028 breaks scope)."""
+    run = clean_refund(f"conv-{customer}")
+    run.root_attributes = {"app.customer_id": customer}
+    return run
+
+
+@pytest.mark.parametrize("transport", ["grpc", "http"])
+def test_sdk_exporters_against_offline(served: Callable[..., Served], tmp_path: Path, transport: str) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    server = served("--policy", str(POLICY))
+    tp, memory = provider("support-agent")
+    exporter = (
+        GrpcExporter(endpoint=server.grpc_target, insecure=True)
+        if transport == "grpc"
+        else HttpExporter(endpoint=server.http_url)
+    )
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = tp.get_tracer("agent")
+    ids = {f"{emit(tracer, refund_for(customer)):032x}" for customer in ("C023", "C028")}
+    tp.force_flush()
+    server.wait_verdicts(ids)
+    tp.shutdown()
+    assert server.stop() == 0
+    spans_file = tmp_path / "spans.otlp.pb"
+    spans_file.write_bytes(encode_spans(memory.get_finished_spans()).SerializeToString())
+    assert {v["trace_id"]: v for v in report(server.store)} == offline([spans_file])
+
+
+# -- request errors ----------------------------------------------------------------------------------
+
+
+def test_invalid_payloads_are_400_and_invalid_argument(served: Callable[..., Served]) -> None:
+    server = served()
+    status, _, body = server.post(b"\xff\xff\xff not protobuf")
+    assert status == 400
+    assert "ExportTraceServiceRequest" in status_pb2.Status.FromString(body).message
+    status, _, body = server.post(b"{not json", "application/json")
+    assert status == 400
+    assert json.loads(body)["message"].startswith("invalid JSON")
+    status, _, body = server.post(b'{"hello": 1}', "application/json")
+    assert status == 400
+    assert "not OTLP/JSON" in json.loads(body)["message"]
+    status, _, _ = server.post(b"x", "text/plain")
+    assert status == 415
+    status, _, _ = server.post(gzip.compress(b"abc")[:-6], headers={"Content-Encoding": "gzip"})
+    assert status == 400
+    with pytest.raises(grpc.RpcError) as caught:
+        server.export_raw(b"\xff\xff\xff not protobuf")
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert server.proc.poll() is None  # still serving
+    reply = server.export_raw(ExportTraceServiceRequest().SerializeToString())
+    assert not reply.HasField("partial_success")
+    assert server.metric("otel_traj_receiver_requests_total", transport="http", result="invalid") == 5
+    assert server.metric("otel_traj_receiver_requests_total", transport="grpc", result="invalid") == 1
+    assert server.stop() == 0
+
+
+def test_malformed_spans_are_rejected_in_partial_success(served: Callable[..., Served]) -> None:
+    server = served()
+    request = parse_request((FIXTURES / "openai_v2" / "clean.otlp.pb").read_bytes())
+    spans = request.resource_spans[0].scope_spans[0].spans
+    total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    spans[0].trace_id = b"\x01\x02\x03"
+    spans[1].span_id = b""
+    reply = server.export_raw(request.SerializeToString())
+    assert reply.partial_success.rejected_spans == 2
+    assert "trace/span id" in reply.partial_success.error_message
+
+    document = json.loads((FIXTURES / "openai_v2" / "violating.otlp.json").read_text())
+    document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] = "zz"
+    status, _, body = server.post(json.dumps(document).encode(), "application/json")
+    assert status == 200
+    partial = json.loads(body)["partialSuccess"]
+    assert int(partial["rejectedSpans"]) == 1 and partial["errorMessage"]
+    assert server.metric("otel_traj_spans_total", result="malformed") == 3
+    readable = total - 2 + sum(1 for _ in _json_spans(document)) - 1
+    seen = server.metric("otel_traj_spans_total", result="accepted") + server.metric(
+        "otel_traj_spans_total", result="ignored"
+    )
+    assert seen == readable
+    assert server.metric("otel_traj_receiver_requests_total", transport="grpc", result="partial") == 1
+    assert server.stop() == 0
+
+
+def _json_spans(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for rs in document["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            yield from ss["spans"]
+
+
+def test_request_size_limit_is_413(served: Callable[..., Served]) -> None:
+    server = served("--max-request-bytes", "100000")
+    status, _, body = server.post(b"\0" * 150_000)
+    assert status == 413
+    assert "exceeds" in status_pb2.Status.FromString(body).message
+    bomb = gzip.compress(b"\0" * 5_000_000)
+    assert len(bomb) < 100_000
+    status, _, _ = server.post(bomb, headers={"Content-Encoding": "gzip"})
+    assert status == 413
+    fits = (FIXTURES / "openai_v2" / "clean.otlp.pb").read_bytes()
+    status, _, _ = server.post(fits)
+    assert status == 200
+    with pytest.raises(grpc.RpcError) as caught:
+        server.export_raw(b"\0" * 150_000)
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert server.metric("otel_traj_receiver_requests_total", transport="http", result="too_large") == 2
+    assert server.stop() == 0
+
+
+def test_bearer_token_is_required(served: Callable[..., Served]) -> None:
+    server = served("--auth-token", "s3cret")
+    data = (FIXTURES / "openai_v2" / "clean.otlp.pb").read_bytes()
+    status, headers, _ = server.post(data)
+    assert status == 401
+    assert headers["www-authenticate"] == "Bearer"
+    status, _, _ = server.post(data, headers={"Authorization": "Bearer wrong"})
+    assert status == 401
+    with pytest.raises(grpc.RpcError) as caught:
+        server.export_raw(data)
+    assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+    tp, _ = provider("support-agent")
+    denied = GrpcExporter(endpoint=server.grpc_target, insecure=True)
+    assert denied.export(_one_span(tp)) == SpanExportResult.FAILURE
+    allowed = HttpExporter(endpoint=server.http_url, headers={"authorization": "Bearer s3cret"})
+    assert allowed.export(_one_span(tp)) == SpanExportResult.SUCCESS
+    granted = GrpcExporter(
+        endpoint=server.grpc_target, insecure=True, headers=(("authorization", "Bearer s3cret"),)
+    )
+    assert granted.export(_one_span(tp)) == SpanExportResult.SUCCESS
+    status, _, _ = server.post(data, headers={"Authorization": "Bearer s3cret"})
+    assert status == 200
+    assert server.metric("otel_traj_receiver_requests_total", transport="grpc", result="unauthorized") == 2
+    assert server.metric("otel_traj_receiver_requests_total", transport="http", result="unauthorized") == 2
+    assert server.metric("otel_traj_receiver_requests_total", transport="http", result="ok") == 2
+    for exporter in (denied, allowed, granted):
+        exporter.shutdown()
+    assert server.stop() == 0
+
+
+def _one_span(tp: TracerProvider) -> list[Any]:
+    memory = InMemorySpanExporter()
+    tp.add_span_processor(SimpleSpanProcessor(memory))
+    tp.get_tracer("t").start_span(
+        "invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}
+    ).end()
+    return list(memory.get_finished_spans())[-1:]
+
+
+def test_health_endpoints(served: Callable[..., Served]) -> None:
+    server = served()
+    base = f"http://127.0.0.1:{server.metrics_port}"
+    for path, expected in (("/healthz", b"ok\n"), ("/readyz", b"ready\n")):
+        with urllib.request.urlopen(base + path, timeout=10) as reply:
+            assert reply.status == 200 and reply.read() == expected
+    assert "otel_traj_traces_in_flight" in server.metrics()
+    assert server.stop() == 0
