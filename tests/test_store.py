@@ -1,0 +1,152 @@
+"""The SQLite verdict store and SqliteSink, in-process."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from otel_traj.cli.report import parse_since
+from otel_traj.serialize import verdict_to_dict
+from otel_traj.store import (
+    SCHEMA_VERSION,
+    Query,
+    SqliteSink,
+    StoreError,
+    connect,
+    read_verdicts,
+    write_verdicts,
+)
+from otel_traj.trajectory import Trajectory
+from otel_traj.verdict import CheckResult, Outcome, Verdict
+
+NS = 1_000_000_000
+
+
+def verdict(
+    trace_id: int, agent: str = "support_agent", outcome: Outcome = "pass", start_s: int = 100
+) -> Verdict:
+    traj = Trajectory(
+        trace_id=trace_id, agent=agent, service_name="svc", start_ns=start_s * NS, end_ns=(start_s + 2) * NS
+    )
+    checks = [
+        CheckResult(
+            "scope",
+            "fail" if outcome == "unsafe" else "pass",
+            "critical",
+            "customer C028",
+            ("00000000000000aa",),
+        ),
+        CheckResult("budget", "pass", "warning", "within budget"),
+    ]
+    return Verdict(
+        traj, checks, outcome, 0.5 if outcome == "unsafe" else 1.0, "1@abc", graded_at_ns=start_s * NS + 5
+    )
+
+
+def test_round_trip_has_the_grade_json_shape(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "s.db")
+    v = verdict(1, outcome="unsafe")
+    write_verdicts(conn, [v])
+    (stored,) = read_verdicts(conn)
+    assert stored == json.loads(json.dumps(verdict_to_dict(v)))
+    row = conn.execute(
+        "SELECT agent, service_name, outcome, score, policy_version, complete, started_ns, ended_ns, "
+        "graded_ns FROM trajectories"
+    ).fetchone()
+    assert row == ("support_agent", "svc", "unsafe", 0.5, "1@abc", 1, 100 * NS, 102 * NS, 100 * NS + 5)
+    checks = conn.execute(
+        "SELECT name, status, severity, steps FROM check_results ORDER BY position"
+    ).fetchall()
+    assert checks == [
+        ("scope", "fail", "critical", '["00000000000000aa"]'),
+        ("budget", "pass", "warning", "[]"),
+    ]
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_regrade_overwrites_by_trace_id(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "s.db")
+    write_verdicts(conn, [verdict(7, outcome="unsafe")])
+    regraded = verdict(7, outcome="pass")
+    regraded.checks = regraded.checks[1:]
+    write_verdicts(conn, [regraded])
+    assert [v["outcome"] for v in read_verdicts(conn)] == ["pass"]
+    assert conn.execute("SELECT count(*) FROM check_results").fetchone()[0] == 1
+
+
+def test_filters(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "s.db")
+    write_verdicts(
+        conn,
+        [verdict(1, "a", "pass", 100), verdict(2, "b", "unsafe", 200), verdict(3, "a", "unsafe", 300)],
+    )
+
+    def ids(query: Query) -> list[str]:
+        return [v["trace_id"][-1] for v in read_verdicts(conn, query)]
+
+    assert ids(Query()) == ["1", "2", "3"]
+    assert ids(Query(agent="a")) == ["1", "3"]
+    assert ids(Query(outcome="unsafe")) == ["2", "3"]
+    assert ids(Query(since_ns=200 * NS)) == ["2", "3"]
+    assert ids(Query(agent="a", outcome="unsafe", since_ns=150 * NS)) == ["3"]
+    assert ids(Query(limit=1)) == ["1"]
+
+
+def test_parse_since() -> None:
+    now = 10_000 * NS
+    assert parse_since("1h", now) == now - 3600 * NS
+    assert parse_since("30m", now) == now - 1800 * NS
+    assert parse_since("1970-01-01T00:01:40") == 100 * NS
+    assert parse_since("1970-01-01T01:01:40+01:00") == 100 * NS
+    with pytest.raises(Exception, match="expected a duration"):
+        parse_since("yesterday")
+
+
+def test_sink_persists_concurrent_exports_through_a_small_queue(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sink = SqliteSink(path, max_queue=8, batch_size=3)
+    threads = [threading.Thread(target=lambda i=i: sink.export(verdict(i + 1))) for i in range(50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sink.force_flush()
+    reader = connect(path, readonly=True)
+    assert len(list(read_verdicts(reader))) == 50
+    assert sink.written == 50
+    sink.shutdown()
+    sink.export(verdict(99))
+    assert sink.stats.snapshot().dropped == {"store_closed": 1}
+    assert sink.force_flush()
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match="newer"):
+        connect(path)
+    with pytest.raises(StoreError, match="no such store"):
+        connect(tmp_path / "missing.db", readonly=True)
+
+
+def test_write_errors_are_counted_not_raised(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sink = SqliteSink(path)
+    blocker = sqlite3.connect(path, timeout=0)
+    blocker.execute("BEGIN EXCLUSIVE")
+    sink._conn.execute("PRAGMA busy_timeout=0")
+    sink.export(verdict(1))
+    assert sink.force_flush()
+    blocker.rollback()
+    blocker.close()
+    assert sink.stats.snapshot().sink_errors == {"SqliteSink": 1}
+    sink.export(verdict(2))
+    assert sink.force_flush()
+    sink.shutdown()
+    assert [v["trace_id"][-1] for v in read_verdicts(connect(path, readonly=True))] == ["2"]
