@@ -135,6 +135,7 @@ class LangfuseTestServer:
         self.scores: dict[str, dict[str, Any]] = {}
         self.score_writes = 0
         self.spans: list[StoredSpan] = []
+        self.otlp_bodies: list[bytes] = []
         self.requests: list[RequestRecord] = []
         self._port = port
         self._httpd: ThreadingHTTPServer | None = None
@@ -404,6 +405,7 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         with self.app.lock:
             self.app.spans.extend(spans)
+            self.app.otlp_bodies.append(body)
         self._reply(200, ExportTraceServiceResponse().SerializeToString())
 
 

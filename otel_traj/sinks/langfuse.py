@@ -21,11 +21,10 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from langfuse.api import LangfuseAPI
-from langfuse.api.scores.types.create_score_request import CreateScoreRequest
 
 from otel_traj.redact import Redactor
 from otel_traj.sinks.base import Sink
-from otel_traj.sinks.langfuse_scores import validate_environment, verdict_scores
+from otel_traj.sinks.langfuse_scores import WireScore, to_wire, validate_environment, verdict_scores
 from otel_traj.sinks.langfuse_transport import API_MODES, ApiMode, ScoreTransport, WireForm
 from otel_traj.verdict import Verdict
 
@@ -140,7 +139,7 @@ class LangfuseSink(Sink):
         self._transport = ScoreTransport(self._api, api_mode, timeout)
 
         self._cond = threading.Condition()
-        self._queue: deque[CreateScoreRequest] = deque(maxlen=max_queue)
+        self._queue: deque[WireScore] = deque(maxlen=max_queue)
         self._queue_since = 0.0
         self._in_flight = 0
         self._flush_waiters = 0
@@ -157,7 +156,7 @@ class LangfuseSink(Sink):
 
     def export(self, verdict: Verdict) -> None:
         try:
-            scores = verdict_scores(verdict, self._redactor, self.environment)
+            scores = [to_wire(s) for s in verdict_scores(verdict, self._redactor, self.environment)]
         except Exception:
             logger.exception("could not build Langfuse scores for trace %s", verdict.trajectory.trace_hex)
             self.stats.count_internal_error()
@@ -236,7 +235,7 @@ class LangfuseSink(Sink):
             self._messages[message] = None
         logger.log(level, "Langfuse %s: %s", what, message)
 
-    def _next_batch(self) -> list[CreateScoreRequest] | None:
+    def _next_batch(self) -> list[WireScore] | None:
         with self._cond:
             while True:
                 if self._abort or (self._closing and not self._queue):
@@ -276,7 +275,7 @@ class LangfuseSink(Sink):
             delay = max(delay, min(retry_after, MAX_RETRY_AFTER_S))
         return delay
 
-    def _deliver(self, batch: list[CreateScoreRequest]) -> None:
+    def _deliver(self, batch: list[WireScore]) -> None:
         pending = batch
         attempt = 0
         while pending:

@@ -1,0 +1,196 @@
+"""An instrumented agent exports its spans to the Langfuse-compatible server with the real
+``OTLPSpanExporter`` while ``TrajectoryProcessor`` grades the runs and ``LangfuseSink`` writes scores:
+the scores must reference exactly the traces and spans the server received."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import set_span_in_context
+
+from otel_traj.adapters.otlp_proto import views_from_bytes
+from otel_traj.config import AssemblerConfig
+from otel_traj.grader import Grader
+from otel_traj.offline import grade_views
+from otel_traj.policy import Policy, parse_policy
+from otel_traj.processor import TrajectoryProcessor
+from otel_traj.sinks.langfuse import LangfuseSink, send_verdicts
+from tests.langfuse_server import LangfuseTestServer
+from tests.semconv_agent import REFUND_USER, Call, Run, Turn, emit
+from tests.test_langfuse_sink import fast_sink
+
+RESOURCE = Resource.create({"service.name": "support-svc", "service.version": "2.1.0"})
+
+
+def policy() -> Policy:
+    return parse_policy(
+        {
+            "version": 3,
+            "defaults": {
+                "tools": {
+                    "deny": ["delete_account"],
+                    "contracts": {"list_invoices": {"redact": ["customer_id"]}},
+                },
+                "scope": {
+                    "subject": {"attributes": ["app.customer_id"]},
+                    "arguments": {"list_invoices": "customer_id"},
+                },
+            },
+        }
+    )
+
+
+def violating_run(other_customer: str) -> Run:
+    return Run(
+        user=REFUND_USER,
+        root_attributes={"app.customer_id": "C023"},
+        turns=[
+            Turn(calls=[Call("list_invoices", {"customer_id": other_customer}, [])]),
+            Turn(calls=[Call("delete_account", {"customer_id": "C023"}, {"deleted": True})]),
+            Turn(text="Done."),
+        ],
+    )
+
+
+class Agent:
+    """A TracerProvider exporting to the server over OTLP/HTTP and grading with the processor."""
+
+    def __init__(self, server: LangfuseTestServer, sink: LangfuseSink, export_spans: bool = True) -> None:
+        self.pol = policy()
+        self.processor = TrajectoryProcessor(policy=self.pol, sinks=[sink], config=AssemblerConfig(grace_s=0))
+        self.provider = TracerProvider(resource=RESOURCE)
+        self.provider.add_span_processor(self.processor)
+        if export_spans:
+            exporter = OTLPSpanExporter(
+                endpoint=f"{server.url}/api/public/otel/v1/traces",
+                headers={"Authorization": server.auth_header},
+            )
+            self.provider.add_span_processor(BatchSpanProcessor(exporter))
+        self.tracer = self.provider.get_tracer("support-agent")
+
+    def flush(self) -> None:
+        assert self.provider.force_flush(10_000)
+        assert self.processor.force_flush(10_000)
+
+
+def test_scores_reference_the_exported_traces_and_spans() -> None:
+    with LangfuseTestServer().running() as server:
+        sink = fast_sink(server, redact=policy().is_sensitive)
+        agent = Agent(server, sink)
+        trace_ids = {f"{emit(agent.tracer, violating_run(f'C09{i}')):032x}" for i in range(3)}
+        agent.flush()
+        assert sink.force_flush(10_000)
+
+        received = server.span_ids()
+        assert {t for t, _ in received} == trace_ids
+        scores = list(server.scores.values())
+        assert {s["traceId"] for s in scores} == trace_ids
+        on_spans = [s for s in scores if "observationId" in s]
+        assert on_spans and all((s["traceId"], s["observationId"]) in received for s in on_spans)
+        names = {(s.trace_id, s.span_id): s.name for s in server.spans}
+        for s in on_spans:
+            expected = (
+                "execute_tool delete_account" if s["name"] == "traj.tools" else "execute_tool list_invoices"
+            )
+            assert names[(s["traceId"], s["observationId"])] == expected
+        for trace in trace_ids:
+            keys = sorted((s["name"], "observationId" in s) for s in server.scores_for(trace))
+            assert keys == [
+                ("traj.outcome", False),
+                ("traj.scope", False),
+                ("traj.scope", True),
+                ("traj.score", False),
+                ("traj.tools", False),
+                ("traj.tools", True),
+            ]
+        scope_comments = {s["comment"] for s in scores if s["name"] == "traj.scope"}
+        assert scope_comments == {"list_invoices used customer_id=[REDACTED], subject is C023"}
+        assert {s["metadata"]["policy_version"] for s in scores} == {f"3@{agent.pol.content_hash}"}
+        agent.provider.shutdown()
+        sink.shutdown()
+
+
+def test_regrading_the_same_trace_leaves_one_score_per_name() -> None:
+    """The live processor scores a run; grading the spans the server received again (what
+    ``otel-traj grade --langfuse`` does) overwrites those scores instead of adding new ones."""
+    with LangfuseTestServer().running() as server:
+        sink = fast_sink(server)
+        agent = Agent(server, sink)
+        trace = f"{emit(agent.tracer, violating_run('C099')):032x}"
+        agent.flush()
+        assert sink.force_flush(10_000)
+        live = {
+            s["id"]: (s["name"], s.get("observationId"), s["timestamp"]) for s in server.scores_for(trace)
+        }
+        assert len(live) == 6
+
+        grader = Grader(policy())
+        for _ in range(2):
+            views = [v for body in server.otlp_bodies for v in views_from_bytes(body)]
+            report = send_verdicts(grade_views(views, grader.grade), sink=sink, timeout=10)
+            assert report.ok and report.delivered == 6
+
+        stored = server.scores_for(trace)
+        assert {s["id"]: (s["name"], s.get("observationId"), s["timestamp"]) for s in stored} == live
+        assert server.score_writes == 3 * 6
+        agent.provider.shutdown()
+        sink.shutdown()
+
+
+def _end_latencies(agent: Agent, runs: int) -> list[float]:
+    """``span.end()`` durations (µs) of the agent's root and tool spans."""
+    tracer = agent.tracer
+    samples: list[float] = []
+    for i in range(runs):
+        root = tracer.start_span(
+            "invoke_agent support_agent",
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_agent"},
+        )
+        ctx = set_span_in_context(root)
+        tool = tracer.start_span(
+            "execute_tool delete_account",
+            context=ctx,
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "delete_account",
+                "gen_ai.tool.call.arguments": f'{{"customer_id": "C{i}"}}',
+            },
+        )
+        for span in (tool, root):
+            started = time.perf_counter_ns()
+            span.end()
+            samples.append((time.perf_counter_ns() - started) / 1000)
+    return samples
+
+
+def test_slow_server_does_not_slow_span_end() -> None:
+    """The agent's ``span.end()`` latency with a responsive and with a 300 ms server: unchanged,
+    because grading and delivery happen on background threads."""
+    results: dict[str, tuple[float, float, float]] = {}
+    for label, delay in (("fast", 0.0), ("slow", 0.3)):
+        with LangfuseTestServer().running() as server:
+            server.faults.delay = delay
+            sink = fast_sink(server, batch_size=500, max_queue=50_000, flush_interval=0.02)
+            agent = Agent(server, sink, export_spans=False)
+            _end_latencies(agent, 100)  # warm-up
+            samples = sorted(_end_latencies(agent, 600))
+            behind = sink.report()
+            agent.flush()
+            assert sink.report().delivered == len(server.scores) > 0
+            results[label] = (statistics.median(samples), samples[int(len(samples) * 0.99)], samples[-1])
+            if label == "slow":
+                # The server really was behind while the spans ended.
+                assert behind.pending > 0 and behind.delivered < len(server.scores)
+            sink.shutdown()
+            agent.provider.shutdown()
+    print(f"span.end() µs (median, p99, max): fast={results['fast']} slow={results['slow']}")
+    fast_median = results["fast"][0]
+    slow_median, slow_p99, slow_max = results["slow"]
+    assert slow_median < fast_median * 2 + 20
+    assert slow_p99 < 5_000
+    assert slow_max < 300_000  # not one span.end() waited for the 300 ms server
