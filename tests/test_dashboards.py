@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.samples import Sample
 
+from otel_traj.grader import Grader
+from otel_traj.serve.health import ReceiverCollector
+from otel_traj.serve.ingest import ReceiverStats
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.stats import PipelineStats
-from otel_traj.steps import ModelCall, ToolCall
-from otel_traj.trajectory import Tokens, Trajectory
-from otel_traj.verdict import CheckResult, Verdict
+from tests.support_trajectories import example_policy, violating_run
 
 ROOT = Path(__file__).resolve().parent.parent
 PROM_DIR = ROOT / "dashboards" / "prometheus"
@@ -90,25 +92,21 @@ def metric_names(expr: str) -> set[str]:
     return names
 
 
-def exposed_names() -> set[str]:
-    """Every series name the sink exposes once each kind of metric has a sample."""
+def exposed_samples() -> list[Sample]:
+    """Every series of the sink's registry, as ``otel-traj serve`` exposes it, once each kind of
+    metric has a sample."""
     sink = PrometheusSink()
+    sink.registry.register(ReceiverCollector(ReceiverStats()))
     stats = PipelineStats()
     sink.attach(stats)
     stats.count_dropped("queue_full")
     stats.count_sink_error("langfuse")
-    traj = Trajectory(
-        trace_id=1,
-        agent="support_agent",
-        tool_calls=[ToolCall(name="list_invoices", span_id=2, step_id="0000000000000002")],
-        model_calls=[ModelCall(span_id=3)],
-        tokens=Tokens(input=10, output=5),
-    )
-    check = CheckResult(
-        "scope", "fail", "critical", "list_invoices used customer_id=C028", ("0000000000000002",)
-    )
-    sink.export(Verdict(traj, [check], outcome="unsafe"))
-    return {sample.name for family in sink.registry.collect() for sample in family.samples}
+    sink.export(Grader(example_policy()).grade(violating_run()))
+    return [sample for family in sink.registry.collect() for sample in family.samples]
+
+
+def exposed_names() -> set[str]:
+    return {sample.name for sample in exposed_samples()}
 
 
 def test_rules_pass_promtool_check() -> None:
@@ -177,15 +175,15 @@ def test_dashboard_uses_datasource_and_agent_variables() -> None:
     assert variables["datasource"]["type"] == "datasource"
     assert variables["datasource"]["query"] == "prometheus"
     assert variables["agent"]["multi"] is True
-    health = {"otel_traj_spans_total", "otel_traj_traces_in_flight", "otel_traj_dropped_total"}
-    health |= {"otel_traj_sink_errors_total", "otel_traj_internal_errors_total"}
+    per_agent = {sample.name for sample in exposed_samples() if "agent" in sample.labels}
+    per_agent |= {name for name in recorded_names() if name.startswith("agent")}
     for panel in data["panels"]:
         if panel["type"] == "row":
             continue
         assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
         for target in panel["targets"]:
             assert target["datasource"]["uid"] == "${datasource}"
-            if not metric_names(expand(target["expr"])) <= health:
+            if metric_names(expand(target["expr"])) & per_agent:
                 assert 'agent=~"$agent"' in target["expr"], (panel["title"], target["expr"])
 
 
