@@ -20,6 +20,7 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.pipeline import ungraded
 from otel_traj.policy import PolicyError, load_policy
 from otel_traj.reports import RENDERERS, render
+from otel_traj.sinks.langfuse import send_verdicts
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -41,12 +42,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--match-on", metavar="ATTR", help="attribute whose value is a run's golden case id")
     parser.add_argument("--format", choices=tuple(RENDERERS), default="table", help="report format")
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument(
+        "--langfuse",
+        action="store_true",
+        help="also write the scores onto the traces in Langfuse (LANGFUSE_PUBLIC_KEY, "
+        "LANGFUSE_SECRET_KEY, LANGFUSE_BASE_URL); delivery is summarised on stderr",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        grade = Grader(load_policy(args.policy)).grade if args.policy else ungraded
+        policy = load_policy(args.policy) if args.policy else None
+        grade = Grader(policy).grade if policy is not None else ungraded
     except PolicyError as exc:
         print(f"otel-traj: invalid policy\n{exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -73,4 +81,11 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_INPUT
     else:
         sys.stdout.write(report)
+    if args.langfuse:
+        try:
+            delivery = send_verdicts(verdicts, redact=policy.is_sensitive if policy is not None else None)
+        except ValueError as exc:
+            print(f"otel-traj: --langfuse: {exc}", file=sys.stderr)
+            return EXIT_INPUT
+        print(f"otel-traj: langfuse: {delivery.summary()}", file=sys.stderr)
     return EXIT_FAILED if any(v.outcome in ("unsafe", "fail") for v in verdicts) else EXIT_OK

@@ -59,6 +59,13 @@ class DeliveryReport:
     def ok(self) -> bool:
         return self.rejected == 0 and self.dropped == 0 and self.pending == 0
 
+    def summary(self) -> str:
+        text = (
+            f"{self.delivered} scores delivered, {self.rejected} rejected, {self.dropped} dropped, "
+            f"{self.pending} pending"
+        )
+        return text + "".join(f"\n  {e}" for e in self.errors)
+
     def since(self, earlier: DeliveryReport) -> DeliveryReport:
         return DeliveryReport(
             delivered=self.delivered - earlier.delivered,
@@ -301,14 +308,18 @@ class LangfuseSink(Sink):
 
 
 def send_verdicts(
-    verdicts: Iterable[Verdict], sink: LangfuseSink | None = None, timeout: float = 30.0
+    verdicts: Iterable[Verdict],
+    sink: LangfuseSink | None = None,
+    timeout: float = 30.0,
+    redact: Callable[[str, str], bool] | Collection[str] | None = None,
 ) -> DeliveryReport:
     """Publish offline verdicts (``otel-traj grade --langfuse``) and wait up to ``timeout`` seconds.
 
-    With no ``sink`` one is configured from the environment and shut down afterwards.
+    With no ``sink`` one is configured from the environment (and ``redact``, e.g. the policy's
+    ``is_sensitive``) and shut down afterwards; a missing key raises ``ValueError``.
     """
     own = sink is None
-    active = sink if sink is not None else LangfuseSink()
+    active = sink if sink is not None else LangfuseSink(redact=redact)
     deadline = time.monotonic() + timeout
     before = active.report()
     for verdict in verdicts:
