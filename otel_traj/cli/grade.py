@@ -19,7 +19,10 @@ from otel_traj.grader import Grader
 from otel_traj.offline import trajectories_from_views
 from otel_traj.pipeline import ungraded
 from otel_traj.policy import PolicyError, load_policy
+from otel_traj.progress import track
+from otel_traj.report_html import write_html
 from otel_traj.reports import RENDERERS, render
+from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.langfuse import send_verdicts
 
 EXIT_OK = 0
@@ -42,6 +45,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--match-on", metavar="ATTR", help="attribute whose value is a run's golden case id")
     parser.add_argument("--format", choices=tuple(RENDERERS), default="table", help="report format")
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
     parser.add_argument(
         "--langfuse",
         action="store_true",
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     except TraceFileError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    verdicts = [grade(t) for t in trajectories_from_views(batch)]
+    verdicts = [grade(t) for t in track(trajectories_from_views(batch), "grading")]
     if cases is not None:
         verdicts, case_report = apply_cases(verdicts, cases, args.match_on)
         print("\n".join(summary_lines(case_report)), file=sys.stderr)
@@ -81,6 +85,12 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_INPUT
     else:
         sys.stdout.write(report)
+    if args.html:
+        try:
+            write_html(args.html, [verdict_to_dict(v) for v in verdicts])
+        except OSError as exc:
+            print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
+            return EXIT_INPUT
     if args.langfuse:
         try:
             delivery = send_verdicts(verdicts, redact=policy.is_sensitive if policy is not None else None)

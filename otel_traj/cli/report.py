@@ -13,6 +13,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from otel_traj.report_html import write_html
 from otel_traj.store import Query, StoreError, connect, read_verdicts
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
@@ -56,6 +57,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--outcome", choices=OUTCOMES, help="only this outcome")
     parser.add_argument("--limit", type=int, help="at most this many trajectories")
     parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
     parser.set_defaults(run=run)
 
 
@@ -102,4 +104,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"trajectories": verdicts}, indent=2, ensure_ascii=False))
     else:
         print(render_table(verdicts))
+    if args.html:
+        try:
+            write_html(args.html, verdicts)
+        except OSError as exc:
+            print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
+            return 2
     return 0
