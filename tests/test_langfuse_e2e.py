@@ -27,22 +27,20 @@ from tests.test_langfuse_sink import fast_sink
 RESOURCE = Resource.create({"service.name": "support-svc", "service.version": "2.1.0"})
 
 
+POLICY = {
+    "version": 3,
+    "defaults": {
+        "tools": {"deny": ["delete_account"], "contracts": {"list_invoices": {"redact": ["customer_id"]}}},
+        "scope": {
+            "subject": {"attributes": ["app.customer_id"]},
+            "arguments": {"list_invoices": "customer_id"},
+        },
+    },
+}
+
+
 def policy() -> Policy:
-    return parse_policy(
-        {
-            "version": 3,
-            "defaults": {
-                "tools": {
-                    "deny": ["delete_account"],
-                    "contracts": {"list_invoices": {"redact": ["customer_id"]}},
-                },
-                "scope": {
-                    "subject": {"attributes": ["app.customer_id"]},
-                    "arguments": {"list_invoices": "customer_id"},
-                },
-            },
-        }
-    )
+    return parse_policy(POLICY)
 
 
 def violating_run(other_customer: str) -> Run:
