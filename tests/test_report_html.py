@@ -14,6 +14,7 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
+from otel_traj.cli import main
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.report_html import render_html, write_html
 from otel_traj.serialize import verdict_to_dict
@@ -22,6 +23,7 @@ from otel_traj.verdict import Verdict
 from tests.semconv_agent import INVOICES, Call, Run, Turn, clean_refund, emit
 from tests.support_trajectories import EXAMPLE_POLICY
 
+ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 MOMENT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 HOSTILE = "<script>alert(1)</script> charged twice"
@@ -203,3 +205,30 @@ def test_chromium_renders_the_report(report: tuple[list[dict[str, Any]], Path, s
     assert re.search(r'<div class="row tool error"[^>]*><div class="lbl">.*?check_payment', dom)
     passed = sum(1 for d in dicts for c in d["checks"] if c["status"] == "pass")
     assert dom.count('<tr class="check pass">') == passed > 10
+
+
+def test_report_command_writes_the_html(
+    report: tuple[list[dict[str, Any]], Path, str], tmp_path: Path
+) -> None:
+    _, db, _ = report
+    out = tmp_path / "from-store.html"
+    assert main(["report", "--store", str(db), "--html", str(out)]) == 0
+    html = out.read_text()
+    assert html.count('<section class="traj"') == 2 and "list_invoices used customer_id=C028" in html
+
+
+def test_grade_command_writes_the_html(tmp_path: Path) -> None:
+    out = tmp_path / "graded.html"
+    fixtures = ROOT / "tests" / "fixtures" / "real" / "openai_agents"
+    code = main(["grade", str(fixtures), "--policy", str(EXAMPLE_POLICY), "--html", str(out)])
+    assert code == 1  # the violating run is unsafe
+    html = out.read_text()
+    assert html.count('<section class="traj"') == 2
+    assert re.search(r'data-outcome="unsafe"[^>]*><b>1</b>', html)
+    assert re.search(r'data-outcome="pass"[^>]*><b>1</b>', html)
+
+
+def test_unwritable_html_path_is_an_input_error(tmp_path: Path) -> None:
+    fixtures = ROOT / "tests" / "fixtures" / "real" / "openai_agents"
+    target = tmp_path / "missing-dir" / "r.html"
+    assert main(["grade", str(fixtures), "--html", str(target)]) == 2
