@@ -143,7 +143,7 @@ class LangfuseSink(Sink):
             x_langfuse_sdk_name="otel-traj",
             timeout=timeout,
         )
-        self._transport = ScoreTransport(self._api, api_mode, timeout)
+        self._transport = ScoreTransport(self._api, api_mode)
 
         self._cond = threading.Condition()
         self._queue: deque[WireScore] = deque(maxlen=max_queue)

@@ -37,6 +37,7 @@ MAX_COMMENT_CHARS = 1000
 BOOLEAN = ScoreDataType("BOOLEAN")
 NUMERIC = ScoreDataType("NUMERIC")
 CATEGORICAL = ScoreDataType("CATEGORICAL")
+_SPAN_HEX = re.compile(r"^[0-9a-f]{16}$")
 _ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
 
 
@@ -82,6 +83,13 @@ def validate_environment(environment: str | None) -> str | None:
 
 def score_id(trace_id: str, observation_id: str | None, name: str) -> str:
     return str(uuid.uuid5(SCORE_ID_NAMESPACE, f"{trace_id}/{observation_id or ''}/{name}"))
+
+
+def observation_of(step_id: str) -> str | None:
+    """The span a step's score attaches to: the tool span itself, or for a call the model requested
+    but no span shows (``<model span>:<n>``) the model call that requested it."""
+    span = step_id.partition(":")[0]
+    return span if _SPAN_HEX.match(span) else None
 
 
 def score_timestamp(verdict: Verdict) -> dt.datetime:
@@ -158,8 +166,8 @@ def verdict_scores(
         value = 0.0 if check.failed else 1.0
         scores.append(make(name, value, BOOLEAN, check.reason, extra=extra))
         if check.failed:
-            for step in dict.fromkeys(check.steps):
-                scores.append(make(name, value, BOOLEAN, check.reason, step, extra))
+            for observation in dict.fromkeys(filter(None, map(observation_of, check.steps))):
+                scores.append(make(name, value, BOOLEAN, check.reason, observation, extra))
     scores.append(make(SCORE_PREFIX + "score", float(verdict.score), NUMERIC, None))
     skipped = [c.name for c in verdict.checks if c.status == "skipped"]
     outcome_extra: dict[str, Any] = {"complete": traj.complete}

@@ -64,8 +64,12 @@ def retry_after_seconds(headers: httpx.Headers | dict[str, str] | None) -> float
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
-        return None if parsed is None else max(0.0, parsed.timestamp() - time.time())
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def server_message(status: int | None, body: Any) -> str:
@@ -116,12 +120,11 @@ def _error_status(error: Any) -> int | None:
 
 
 class ScoreTransport:
-    def __init__(self, api: LangfuseAPI, mode: ApiMode = "auto", timeout: float = 10.0) -> None:
+    def __init__(self, api: LangfuseAPI, mode: ApiMode = "auto") -> None:
         if mode not in API_MODES:
             raise ValueError(f"api_mode={mode!r}: expected one of {', '.join(API_MODES)}")
         self.api = api
         self.mode = mode
-        self.timeout = timeout
         self._form: WireForm = "scores" if mode == "auto" else mode
         self._confirmed = mode != "auto"
 
@@ -135,7 +138,8 @@ class ScoreTransport:
         return self._confirmed
 
     def _options(self) -> RequestOptions:
-        return {"max_retries": 0, "timeout_in_seconds": max(1, round(self.timeout))}
+        # The client's own timeout applies; its built-in retries would hide failures from the sink.
+        return {"max_retries": 0}
 
     def send(self, scores: Sequence[WireScore]) -> SendResult:
         form = self._form
