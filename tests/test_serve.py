@@ -469,6 +469,15 @@ def _one_span(tp: TracerProvider) -> list[Any]:
     return list(memory.get_finished_spans())[-1:]
 
 
+def test_an_invalid_policy_stops_startup(tmp_path: Path) -> None:
+    bad = tmp_path / "policy.yaml"
+    bad.write_text("defaults:\n  budget: {max_tool_calls: -1}\n")
+    result = cli("serve", "--policy", str(bad), "--grpc-port", "0", "--http-port", "0", "--metrics-port", "0")
+    assert result.returncode == 2
+    assert "max_tool_calls" in result.stderr
+    assert result.stdout == ""
+
+
 def test_health_endpoints(served: Callable[..., Served]) -> None:
     server = served()
     base = f"http://127.0.0.1:{server.metrics_port}"

@@ -68,7 +68,7 @@ class PolicyHolder:
         subject from others takes full effect only after a restart, which is logged.
         """
         if self.path is None:
-            return
+            raise PolicyError("<none>", [("", "the service was started without a policy file")])
         policy = load_policy(self.path)
         missing = [key for key in subject_attributes(policy) if key not in captured]
         if missing:

@@ -153,6 +153,9 @@ class Service:
 
     def reload_policy(self) -> bool:
         """SIGHUP: load the policy file again; an invalid file keeps the old policy (logged, counted)."""
+        if self.policy.path is None:
+            logger.warning("SIGHUP ignored: the service was started without --policy")
+            return False
         try:
             self.policy.reload(self.pipeline.assembler.config.capture_attributes)
         except PolicyError as exc:
