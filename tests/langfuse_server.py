@@ -132,6 +132,7 @@ class LangfuseTestServer:
         self.version: Version = version
         self.faults = Faults()
         self.lock = threading.Lock()
+        self.stored = threading.Condition(self.lock)
         self.scores: dict[str, dict[str, Any]] = {}
         self.score_writes = 0
         self.spans: list[StoredSpan] = []
@@ -185,6 +186,11 @@ class LangfuseTestServer:
         with self.lock:
             return [s for s in self.scores.values() if s.get("traceId") == trace_id]
 
+    def wait_for_scores(self, count: int, timeout: float) -> bool:
+        """Block until at least ``count`` scores are stored (woken by each store, no polling)."""
+        with self.stored:
+            return self.stored.wait_for(lambda: len(self.scores) >= count, timeout)
+
     def span_ids(self) -> set[tuple[str, str]]:
         with self.lock:
             return {(s.trace_id, s.span_id) for s in self.spans}
@@ -223,6 +229,7 @@ class LangfuseTestServer:
             score["updatedAt"] = now
             self.scores[score["id"]] = score
             self.score_writes += 1
+            self.stored.notify_all()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -132,6 +132,15 @@ def test_scores_land_on_trace_and_offending_observation(server: LangfuseTestServ
     sink.shutdown()
 
 
+def test_flush_interval_delivers_a_partial_batch_without_flush(server: LangfuseTestServer) -> None:
+    sink = fast_sink(server, batch_size=1000, flush_interval=0.05)
+    started = time.monotonic()
+    sink.export(make_verdict(0xAB0))
+    assert server.wait_for_scores(SCORES_PER_VERDICT, timeout=5)
+    assert time.monotonic() - started >= 0.04  # held for the interval, then sent
+    sink.shutdown()
+
+
 def test_comments_never_carry_sensitive_values(server: LangfuseTestServer) -> None:
     sink = fast_sink(server)
     sink.export(make_verdict(0xABD))

@@ -172,13 +172,15 @@ class LangfuseSink(Sink):
             if self._closing:
                 self._drop(DROP_SHUTDOWN, len(scores))
                 return
-            if not self._queue:
+            was_empty = not self._queue
+            if was_empty:
                 self._queue_since = time.monotonic()
             overflow = max(0, len(self._queue) + len(scores) - self.max_queue)
             self._queue.extend(scores)  # a full deque drops from the left: the oldest scores
             if overflow:
                 self._drop(DROP_QUEUE_FULL, overflow)
-            if len(self._queue) >= self.batch_size:
+            # Wake the delivery thread to start the flush-interval clock, or to send a full batch.
+            if was_empty or len(self._queue) >= self.batch_size:
                 self._cond.notify_all()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
