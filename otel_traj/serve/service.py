@@ -53,7 +53,6 @@ def _listen(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(1024)
-    sock.set_inheritable(True)
     return sock
 
 
@@ -181,12 +180,13 @@ class Service:
         if self._servers:
             self._servers[0].should_exit = True
         self.pipeline.shutdown()
-        if self._http_app is not None:
-            self._http_app.close()
+        # The operations port goes last: /metrics stays scrapeable while the pipeline drains.
         for server in self._servers:
             server.should_exit = True
         if self._loop_thread is not None:
             self._loop_thread.join()
+        if self._http_app is not None:
+            self._http_app.close()
 
     def run(self, on_started: Callable[[Ports], None]) -> int:
         """Start, then block until SIGTERM or SIGINT (SIGHUP reloads the policy); returns 0."""
