@@ -88,9 +88,12 @@ class GrpcReceiver:
             # of queueing without bound.
             maximum_concurrent_rpcs=workers * 4,
         )
-        self.port = self._server.add_insecure_port(f"{host}:{port}")
-        if not self.port:
-            raise OSError(f"cannot listen on {host}:{port} (gRPC)")
+        try:
+            self.port: int = self._server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:
+            raise OSError(
+                f"cannot listen on {host}:{port} (OTLP/gRPC): address in use or not available"
+            ) from None
 
     def start(self) -> None:
         self._server.start()
