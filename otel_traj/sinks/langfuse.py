@@ -80,6 +80,8 @@ class DeliveryReport:
 class LangfuseSink(Sink):
     """Publishes each verdict as Langfuse scores (see ``otel_traj.sinks.langfuse_scores``).
 
+    Pass the policy's ``is_sensitive`` as ``redact`` so comments never quote the values of arguments
+    the policy marks sensitive (a set of key names, or None for secret-looking keys only, also work).
     Delivery tries the list form first and falls back for older servers (``api_mode="auto"``); 429,
     5xx and network errors are retried with exponential backoff and jitter, honouring ``Retry-After``;
     other 4xx are permanent: dropped, counted, and the server's message logged once.
