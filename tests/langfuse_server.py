@@ -77,6 +77,8 @@ class Faults:
     reject_status: int | None = None
     reject_message: str = "Invalid request data"
     delay: float = 0.0
+    # While set, every request is held until the event fires: a server that does not answer at all.
+    gate: threading.Event | None = None
     # score name -> (status, remaining times; -1 = always) for 207 partial rejection
     partial: dict[str, list[int]] = field(default_factory=dict)
 
@@ -133,6 +135,7 @@ class LangfuseTestServer:
         self.faults = Faults()
         self.lock = threading.Lock()
         self.stored = threading.Condition(self.lock)
+        self.held = 0
         self.scores: dict[str, dict[str, Any]] = {}
         self.score_writes = 0
         self.spans: list[StoredSpan] = []
@@ -190,6 +193,11 @@ class LangfuseTestServer:
         """Block until at least ``count`` scores are stored (woken by each store, no polling)."""
         with self.stored:
             return self.stored.wait_for(lambda: len(self.scores) >= count, timeout)
+
+    def wait_for_held(self, count: int, timeout: float) -> bool:
+        """Block until ``count`` requests are being held at the gate."""
+        with self.stored:
+            return self.stored.wait_for(lambda: self.held >= count, timeout)
 
     def span_ids(self) -> set[tuple[str, str]]:
         with self.lock:
@@ -267,9 +275,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _prologue(self) -> bool:
         with self.app.lock:
-            delay = self.app.faults.delay
+            delay, gate = self.app.faults.delay, self.app.faults.gate
+            if gate is not None:
+                self.app.held += 1
+                self.app.stored.notify_all()
         if delay:
             time.sleep(delay)
+        if gate is not None:
+            gate.wait()
+            with self.app.lock:
+                self.app.held -= 1
         return self._authorized()
 
     def do_GET(self) -> None:
