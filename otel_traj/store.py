@@ -118,24 +118,25 @@ def _row(verdict: Verdict) -> tuple[Any, ...]:
         traj.start_ns,
         traj.end_ns,
         verdict.graded_at_ns or time.time_ns(),
-        json.dumps(data, separators=(",", ":"), default=str),
+        json.dumps(data, separators=(",", ":"), ensure_ascii=False, check_circular=False, default=str),
     )
 
 
 def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> None:
-    """Upsert verdicts (and replace their check results) in one transaction."""
+    """Upsert verdicts (and replace their check results) in one transaction; of two verdicts for one
+    trace, the later wins."""
+    verdicts = list({v.trajectory.trace_id: v for v in verdicts}.values())
+    rows = [_row(v) for v in verdicts]
+    traces = [(row[0],) for row in rows]
+    checks = [
+        (row[0], i, c.name, c.status, c.severity, c.reason, json.dumps(list(c.steps)))
+        for row, verdict in zip(rows, verdicts, strict=True)
+        for i, c in enumerate(verdict.checks)
+    ]
     with conn:
-        for verdict in verdicts:
-            trace = verdict.trajectory.trace_hex
-            conn.execute(_UPSERT, _row(verdict))
-            conn.execute("DELETE FROM check_results WHERE trace_id = ?", (trace,))
-            conn.executemany(
-                "INSERT INTO check_results VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (trace, i, c.name, c.status, c.severity, c.reason, json.dumps(list(c.steps)))
-                    for i, c in enumerate(verdict.checks)
-                ],
-            )
+        conn.executemany(_UPSERT, rows)
+        conn.executemany("DELETE FROM check_results WHERE trace_id = ?", traces)
+        conn.executemany("INSERT INTO check_results VALUES (?, ?, ?, ?, ?, ?, ?)", checks)
 
 
 @dataclass(slots=True, frozen=True)

@@ -79,6 +79,13 @@ def test_regrade_overwrites_by_trace_id(tmp_path: Path) -> None:
     assert conn.execute("SELECT count(*) FROM check_results").fetchone()[0] == 1
 
 
+def test_the_later_of_two_verdicts_for_one_trace_in_a_batch_wins(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "s.db")
+    write_verdicts(conn, [verdict(7, outcome="unsafe"), verdict(7, outcome="pass")])
+    assert [v["outcome"] for v in read_verdicts(conn)] == ["pass"]
+    assert conn.execute("SELECT count(*) FROM check_results").fetchone()[0] == 2
+
+
 def test_filters(tmp_path: Path) -> None:
     conn = connect(tmp_path / "s.db")
     write_verdicts(
