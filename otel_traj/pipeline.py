@@ -60,6 +60,7 @@ class Pipeline:
         self._grade = grade or ungraded
         self._live = live
         self._live_checkers: dict[int, LiveChecker | None] = {}
+        self._agent_by_service: dict[str, str] = {}
         self.sinks = list(sinks)
         for sink in self.sinks:
             sink.attach(self.stats)
@@ -116,9 +117,12 @@ class Pipeline:
                     self._emit_live(context, call, result)
 
     def _emit_live(self, context: TraceContext, call: ToolCall, result: CheckResult) -> None:
+        service = context.service_name or "unknown"
         violation = LiveViolation(
             trace_id=context.trace_id,
-            agent=context.service_name or "unknown",
+            # The agent span ends last, so its name is not known yet: use the agent this service's
+            # earlier runs were graded as, so live and final metrics share one label.
+            agent=self._agent_by_service.get(service, service),
             tool=call.name,
             step_id=call.step_id or f"{call.span_id:016x}",
             result=result,
@@ -133,6 +137,8 @@ class Pipeline:
     def _finish(self, item: Finished) -> None:
         self._live_checkers.pop(item.context.trace_id, None)
         trajectory = build_trajectory(item.context, item.steps, complete=item.complete)
+        if trajectory.service_name:
+            self._agent_by_service[trajectory.service_name] = trajectory.agent_label
         verdict = self._grade(trajectory)
         verdict.graded_at_ns = time.time_ns()
         for callback in self._callbacks:
