@@ -51,7 +51,9 @@ def emit(tracer: Tracer, run: Run) -> int:
     root_attrs = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": run.agent,
-        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": run.user}]}]),
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": run.user}]}]
+        ),
         **run.root_attributes,
     }
     if run.conversation_id:
@@ -117,7 +119,10 @@ def emit(tracer: Tracer, run: Run) -> int:
 
 
 REFUND_USER = "Customer C023 here. I was charged twice for invoice INV-1002, please refund the 199 yuan."
-INVOICES = [{"invoice_id": "INV-1001", "amount_yuan": 199.0}, {"invoice_id": "INV-1002", "amount_yuan": 199.0}]
+INVOICES = [
+    {"invoice_id": "INV-1001", "amount_yuan": 199.0},
+    {"invoice_id": "INV-1002", "amount_yuan": 199.0},
+]
 
 
 def clean_refund(conversation_id: str = "conv-clean") -> Run:
