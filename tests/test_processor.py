@@ -83,9 +83,11 @@ def test_in_process_equals_offline_on_the_exported_spans() -> None:
 
 def test_non_genai_traces_are_ignored_and_counted() -> None:
     h = Harness()
-    with h.tracer.start_as_current_span("GET /health", attributes={"http.method": "GET"}):
-        with h.tracer.start_as_current_span("SELECT users", attributes={"db.system": "sqlite"}):
-            pass
+    with (
+        h.tracer.start_as_current_span("GET /health", attributes={"http.method": "GET"}),
+        h.tracer.start_as_current_span("SELECT users", attributes={"db.system": "sqlite"}),
+    ):
+        pass
     assert h.flush() == []
     assert h.processor.stats.spans["ignored"] == 2
     assert h.processor.pipeline.assembler.in_flight == 0
