@@ -23,7 +23,9 @@ import grpc
 import pytest
 from google.rpc import status_pb2
 from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -325,16 +327,17 @@ def refund_for(customer: str) -> Run:
     return run
 
 
-@pytest.mark.parametrize("transport", ["grpc", "http"])
+@pytest.mark.parametrize("transport", ["grpc", "grpc-gzip", "http", "http-gzip"])
 def test_sdk_exporters_against_offline(served: Callable[..., Served], tmp_path: Path, transport: str) -> None:
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
     server = served("--policy", str(POLICY))
     tp, memory = provider("support-agent")
+    gzip_on = transport.endswith("gzip")
     exporter = (
-        GrpcExporter(endpoint=server.grpc_target, insecure=True)
-        if transport == "grpc"
-        else HttpExporter(endpoint=server.http_url)
+        GrpcExporter(
+            endpoint=server.grpc_target, insecure=True, compression=grpc.Compression.Gzip if gzip_on else None
+        )
+        if transport.startswith("grpc")
+        else HttpExporter(endpoint=server.http_url, compression=HttpCompression.Gzip if gzip_on else None)
     )
     tp.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = tp.get_tracer("agent")
