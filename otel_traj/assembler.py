@@ -24,6 +24,9 @@ from typing import Any
 
 from otel_traj.builder import TraceContext
 from otel_traj.config import AssemblerConfig
+from otel_traj.dialects import to_step
+from otel_traj.open_spans import OpenSpans
+from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import Step, ToolCall
 
@@ -47,8 +50,6 @@ class _Buffer:
     live_cursor: int = 0
     # Run metadata as JSON text (pydantic-ai, OpenInference ``metadata``), parsed off the hot path.
     metadata: str | None = None
-    # In-process GenAI spans not yet parsed into steps (see ``convert_pending``).
-    pending: list[Any] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -66,15 +67,15 @@ class Assembler:
         config: AssemblerConfig | None = None,
         stats: PipelineStats | None = None,
         track_starts: bool = False,
-        convert: Callable[[Any], Step | None] | None = None,
+        view_of: Callable[[Any], SpanView] | None = None,
     ) -> None:
         self.config = config or AssemblerConfig()
-        self._convert = convert
-        self._pending_dirty: set[int] = set()
+        self._view_of = view_of
         self.stats = stats or PipelineStats()
         self.track_starts = track_starts
         self._lock = threading.Lock()
-        self._open: dict[int, int] = {}
+        # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
+        self.open_spans = OpenSpans()
         self._buffers: dict[int, _Buffer] = {}
         self._done: OrderedDict[int, None] = OrderedDict()
         self._live_dirty: set[int] = set()
@@ -88,22 +89,10 @@ class Assembler:
 
     # -- hot path -------------------------------------------------------------------------------
 
-    def span_started(self, trace_id: int) -> None:
-        with self._lock:
-            self._open[trace_id] = self._open.get(trace_id, 0) + 1
-
-    def captures_nothing(self, attributes: Mapping[str, Any]) -> bool:
-        return attributes.keys().isdisjoint(self._capture)
-
-    def span_ended_untracked(self, trace_id: int, result: str = "ignored") -> None:
-        """A span that carries nothing for us (or that we could not read: ``malformed``) ended: only
-        the open-span count changes."""
-        with self._lock:
-            self._spans[result] = self._spans.get(result, 0) + 1
-            self._close(trace_id)
-            buf = self._buffers.get(trace_id)
-            if buf is not None and buf.root_ended and trace_id not in self._open:
-                buf.ready_at = time.monotonic() + self.config.grace_s
+    @property
+    def capture_keys(self) -> frozenset[str]:
+        """Attribute keys captured from any span (as given and as Traceloop association keys)."""
+        return self._capture
 
     def add(
         self,
@@ -116,18 +105,11 @@ class Assembler:
         step: Step | None,
         attributes: Mapping[str, Any],
         resource: Mapping[str, Any],
-        pending: Any = None,
     ) -> bool:
-        """Record one ended span. Returns False when the span arrived after its trace was graded.
-
-        ``pending`` is a raw span to parse into a step later, on the worker thread, with the
-        assembler's ``convert`` function: parsing message JSON costs tens of microseconds that must
-        not land on the application's ``span.end()``. The worker converts pending spans every tick,
-        so a raw span is retained for one tick at most.
-        """
+        """Record one ended span. Returns False when the span arrived after its trace was graded."""
         captured = self._captured(attributes)
         with self._lock:
-            return self._add(
+            recorded = self._add(
                 trace_id,
                 span_id,
                 parent_id,
@@ -138,8 +120,8 @@ class Assembler:
                 attributes,
                 resource,
                 captured,
-                pending,
             )
+        return recorded
 
     def add_all(self, records: Sequence[SpanRecord], max_traces: int | None = None) -> bool:
         """Record the spans of one received request under one hold of the lock, so the worker never
@@ -178,11 +160,8 @@ class Assembler:
         attributes: Mapping[str, Any],
         resource: Mapping[str, Any],
         captured: list[tuple[str, Any]],
-        pending: Any = None,
     ) -> bool:
-        candidate = step is not None or pending is not None
-        if self.track_starts:
-            self._close(trace_id)
+        candidate = step is not None
         if trace_id in self._done:
             self._spans["late"] += 1
             return False
@@ -196,27 +175,12 @@ class Assembler:
             buf = self._new_buffer(trace_id, resource)
         self._spans["accepted" if candidate else "ignored"] += 1
         self._record(buf, span_id, parent_id, is_root, start_ns, end_ns, step, captured)
-        if pending is not None:
-            if len(buf.steps) + len(buf.pending) >= self.config.max_steps:
-                buf.context.dropped_steps += 1
-                self.stats.count_dropped("max_steps")
-            else:
-                buf.pending.append(pending)
-                buf.has_steps = True
-                self._pending_dirty.add(trace_id)
         if candidate and buf.metadata is None:
             meta = attributes.get("metadata")
             buf.metadata = meta if isinstance(meta, str) else None
         return True
 
     # -- internals (lock held) ------------------------------------------------------------------
-
-    def _close(self, trace_id: int) -> None:
-        left = self._open.get(trace_id, 0) - 1
-        if left > 0:
-            self._open[trace_id] = left
-        else:
-            self._open.pop(trace_id, None)
 
     def _new_buffer(self, trace_id: int, resource: Mapping[str, Any]) -> _Buffer:
         if len(self._buffers) >= self.config.max_traces:
@@ -264,7 +228,7 @@ class Assembler:
             if parent_id is not None and not is_root and parent_id not in buf.seen:
                 buf.parents.add(parent_id)
         if step is not None:
-            if len(buf.steps) + len(buf.pending) >= self.config.max_steps:
+            if len(buf.steps) >= self.config.max_steps:
                 ctx.dropped_steps += 1
                 self.stats.count_dropped("max_steps")
             else:
@@ -272,17 +236,68 @@ class Assembler:
                 buf.has_steps = True
                 if isinstance(step, ToolCall):
                     self._live_dirty.add(ctx.trace_id)
-        if self._looks_complete(buf):
+        if not self.track_starts and self._looks_complete(buf):
             buf.ready_at = time.monotonic() + self.config.grace_s
 
     def _looks_complete(self, buf: _Buffer) -> bool:
         if not buf.root_ended:
             return False
         if self.track_starts:
-            return buf.context.trace_id not in self._open
+            return not self.open_spans.is_open(buf.context.trace_id)
         return not buf.parents
 
     # -- worker side ----------------------------------------------------------------------------
+
+    def sync_open(self) -> None:
+        """In-process: apply the span starts and ends recorded since the last tick, then mark the
+        traces whose root has ended and whose spans have all ended as ready (after the grace)."""
+        drained = self.open_spans.drain()
+        self._add_candidates(drained.candidates)
+        ready_at = time.monotonic() + self.config.grace_s
+        with self._lock:
+            buffers, spans = self._buffers, self._spans
+            spans["malformed"] += drained.malformed
+            for trace_id in drained.plain_ends:
+                if trace_id in self._done and trace_id not in buffers:
+                    spans["late"] += 1
+                else:
+                    spans["ignored"] += 1
+            for trace_id, span_id, start_ns, end_ns in drained.roots:
+                buf = buffers.get(trace_id)
+                if buf is not None:
+                    ctx = buf.context
+                    buf.root_ended = True
+                    ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = span_id, start_ns, end_ns
+                    ctx.end_ns = max(ctx.end_ns, end_ns)
+                    drained.touched.add(trace_id)
+            for trace_id in drained.touched:
+                buf = buffers.get(trace_id)
+                if buf is not None and buf.ready_at is None and self._looks_complete(buf):
+                    buf.ready_at = ready_at
+
+    def _add_candidates(self, spans: list[Any]) -> None:
+        """Parse the raw spans the span hooks queued since the last tick and record them."""
+        assert self._view_of is not None
+        max_chars = self.config.max_chars
+        for raw in spans:
+            try:
+                view = self._view_of(raw)
+                step = to_step(view, max_chars)
+            except Exception:
+                with self._lock:
+                    self._spans["malformed"] += 1
+                continue
+            self.add(
+                view.trace_id,
+                view.span_id,
+                view.parent_id,
+                view.is_local_root,
+                view.start_ns,
+                view.end_ns,
+                step,
+                view.attributes,
+                view.resource,
+            )
 
     def pop_ready(self, flush: bool = False, expire_all: bool = False) -> list[Finished]:
         """Traces ready to grade. ``flush`` ignores the grace period of complete traces;
@@ -300,45 +315,14 @@ class Assembler:
                     continue
                 del self._buffers[trace_id]
                 self._live_dirty.discard(trace_id)
-                self._pending_dirty.discard(trace_id)
                 self._remember_done(trace_id)
                 if buf.has_steps:
                     taken.append((buf, complete))
             self.stats.traces_in_flight = len(self._buffers)
         for buf, complete in taken:
-            if buf.pending:
-                buf.steps.extend(self._converted(buf.pending))
-            if not buf.steps:
-                continue
             self._apply_metadata(buf)
             out.append(Finished(buf.context, buf.steps, complete))
         return out
-
-    def _converted(self, raw: list[Any]) -> list[Step]:
-        assert self._convert is not None
-        steps = [s for s in map(self._convert, raw) if s is not None]
-        if len(steps) < len(raw):
-            with self._lock:
-                self._spans["accepted"] -= len(raw) - len(steps)
-                self._spans["ignored"] += len(raw) - len(steps)
-        return steps
-
-    def convert_pending(self) -> None:
-        """Parse the raw spans recorded since the last tick into steps (worker thread)."""
-        with self._lock:
-            work = []
-            for trace_id in self._pending_dirty:
-                buf = self._buffers.get(trace_id)
-                if buf is not None and buf.pending:
-                    work.append((buf, buf.pending))
-                    buf.pending = []
-            self._pending_dirty.clear()
-        for buf, raw in work:
-            steps = self._converted(raw)
-            with self._lock:
-                buf.steps.extend(steps)
-                if any(isinstance(s, ToolCall) for s in steps):
-                    self._live_dirty.add(buf.context.trace_id)
 
     def _apply_metadata(self, buf: _Buffer) -> None:
         """Captured keys that only the run's metadata JSON holds (``metadata={"app.customer_id": …}``)."""

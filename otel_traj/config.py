@@ -36,8 +36,8 @@ class AssemblerConfig:
 
     grace_s: wait after a trace looks complete, for spans still in flight (exporter batching, other
     threads); ttl_s: a trace whose root never ends is graded as incomplete after this long (set it
-    above the p99 agent-run length); max_traces / max_steps / max_chars: memory caps, what they drop
-    is counted in ``otel_traj_dropped_total``.
+    above the p99 agent-run length); max_traces / max_steps / max_chars: memory caps; max_backlog:
+    in-process spans waiting for the worker. What a cap drops is counted in ``otel_traj_dropped_total``.
     """
 
     grace_s: float = field(default_factory=lambda: _env_float("OTEL_TRAJ_GRACE_S", 0.5))
@@ -45,6 +45,7 @@ class AssemblerConfig:
     max_traces: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_MAX_TRACES", 10_000))
     max_steps: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_MAX_STEPS", 1_000))
     max_chars: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_MAX_VALUE_CHARS", 4_096))
+    max_backlog: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_MAX_BACKLOG", 100_000))
     capture_attributes: tuple[str, ...] = DEFAULT_CAPTURE
     late_memory: int = 10_000
 

@@ -17,8 +17,9 @@ from otel_traj.assembler import Assembler, Finished
 from otel_traj.builder import TraceContext, build_trajectory
 from otel_traj.config import AssemblerConfig
 from otel_traj.sinks.base import LiveViolation, Sink
+from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
-from otel_traj.steps import Step, ToolCall
+from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
 
@@ -52,11 +53,11 @@ class Pipeline:
         stats: PipelineStats | None = None,
         track_starts: bool = False,
         live: LiveFactory | None = None,
-        convert: Callable[[Any], Step | None] | None = None,
+        view_of: Callable[[Any], SpanView] | None = None,
         tick_s: float = 0.05,
     ) -> None:
         self.stats = stats or PipelineStats()
-        self.assembler = Assembler(config, self.stats, track_starts=track_starts, convert=convert)
+        self.assembler = Assembler(config, self.stats, track_starts=track_starts, view_of=view_of)
         self._grade = grade or ungraded
         self._live = live
         self._live_checkers: dict[int, LiveChecker | None] = {}
@@ -91,7 +92,8 @@ class Pipeline:
         """Grade what is ready; returns how many verdicts were produced. Safe from any thread."""
         with self._work_lock:
             try:
-                self.assembler.convert_pending()
+                if self.assembler.track_starts:
+                    self.assembler.sync_open()
                 if self._live is not None:
                     self._check_live()
                 finished = self.assembler.pop_ready(flush=flush, expire_all=expire_all)

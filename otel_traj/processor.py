@@ -18,15 +18,13 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_traj.adapters.sdk import from_readable_span
 from otel_traj.config import AssemblerConfig
-from otel_traj.dialects import to_step
-from otel_traj.gate import might_be_genai
+from otel_traj.gate import MARKER_KEYS, NAME_PREFIXES
 from otel_traj.grader import Grader
 from otel_traj.live import live_scope, subject_attributes
 from otel_traj.pipeline import Pipeline, VerdictCallback
 from otel_traj.policy import Policy, load_policy
 from otel_traj.sinks.base import Sink
 from otel_traj.stats import PipelineStats
-from otel_traj.steps import Step
 from otel_traj.verdict import Verdict
 
 logger = logging.getLogger("otel_traj")
@@ -79,8 +77,6 @@ class TrajectoryProcessor(SpanProcessor):
             grade = Grader(policy).grade
             live = live_scope(policy)
             config = config.with_capture(subject_attributes(policy))
-        self._config = config
-        self._max_chars = config.max_chars
         self.pipeline = Pipeline(
             grade=grade,
             sinks=sinks,
@@ -89,14 +85,23 @@ class TrajectoryProcessor(SpanProcessor):
             stats=stats,
             track_starts=True,
             live=live,
-            convert=self._convert,
+            view_of=from_readable_span,
         )
         self.stats = self.pipeline.stats
         self._assembler = self.pipeline.assembler
+        open_spans = self._assembler.open_spans
+        self._interesting = MARKER_KEYS | self._assembler.capture_keys
+        self._started, self._ended, self._ended_plain = (
+            open_spans.started,
+            open_spans.ended,
+            open_spans.ended_plain,
+        )
+        self._root_ended, self._candidate = open_spans.root_ended, open_spans.candidate
+        self._candidates, self._max_backlog = open_spans.candidates, config.max_backlog
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
-            self._assembler.span_started(span.context.trace_id)
+            self._started(span._context.trace_id)  # type: ignore[union-attr]
         except Exception:
             self.stats.count_internal_error()
 
@@ -108,40 +113,37 @@ class TrajectoryProcessor(SpanProcessor):
             self._close_quietly(span)
 
     def _on_end(self, span: ReadableSpan) -> None:
-        context = span.context
-        assert context is not None
-        attrs = _raw_attributes(span)
-        parent = span.parent
-        is_root = parent is None or parent.is_remote
-        candidate = might_be_genai(attrs, span.name)
-        if not candidate and not is_root and self._assembler.captures_nothing(attrs):
-            self._assembler.span_ended_untracked(context.trace_id)
-            return
-        self._assembler.add(
-            context.trace_id,
-            context.span_id,
-            parent.span_id if parent is not None else None,
-            is_root,
-            span.start_time or 0,
-            span.end_time or 0,
-            None,
-            attrs,
-            span.resource.attributes,
-            pending=span if candidate else None,
-        )
-
-    def _convert(self, span: ReadableSpan) -> Step | None:
-        """Worker side: the step of a GenAI candidate span; a span we cannot read is counted."""
+        # Private fields, not the public properties: this runs for every span of the application
+        # and each property is a Python-level call. Spans that are not the SDK's own fall back.
         try:
-            return to_step(from_readable_span(span), self._max_chars)
-        except Exception:
-            self.stats.count_internal_error()
-            return None
+            context, parent, name = span._context, span._parent, span._name
+            attrs = span._attributes._dict  # type: ignore[union-attr]
+        except AttributeError:
+            context, parent, name = span.context, span.parent, span.name
+            attrs = _raw_attributes(span)
+        if context is None:
+            raise ValueError("span without a context")
+        trace_id = context.trace_id
+        # One C-level pass over the span's keys decides for nearly every non-GenAI span.
+        if self._interesting.isdisjoint(attrs) and not name.startswith(NAME_PREFIXES):
+            if parent is None or parent.is_remote:
+                self._root_ended((trace_id, context.span_id, span.start_time or 0, span.end_time or 0))
+            self._ended_plain(trace_id)
+            return
+        # A span that may carry a step or a captured attribute: queued as is, parsed by the worker
+        # (message JSON alone costs tens of microseconds), retained for one worker tick at most.
+        if len(self._candidates) >= self._max_backlog:
+            # The worker is far behind: drop rather than grow without bound, and say so.
+            self.stats.count_dropped("backlog")
+            self._ended(trace_id)
+            return
+        self._candidate(span)
+        self._ended(trace_id)
 
     def _close_quietly(self, span: ReadableSpan) -> None:
         try:
             if span.context is not None:
-                self._assembler.span_ended_untracked(span.context.trace_id, "malformed")
+                self._assembler.open_spans.ended_malformed(span.context.trace_id)
         except Exception:
             self.stats.count_internal_error()
 

@@ -216,3 +216,13 @@ def test_concurrent_runs_from_threads_are_kept_apart() -> None:
     assert len(verdicts) == 40
     assert {len(v.trajectory.tool_calls) for v in verdicts} == {4}
     assert len({v.trajectory.conversation_id for v in verdicts}) == 40
+
+
+def test_backlog_cap_drops_and_counts_instead_of_growing() -> None:
+    h = Harness(AssemblerConfig(grace_s=60, ttl_s=600, max_backlog=0))
+    emit(h.tracer, clean_refund())
+    assert h.flush() == []
+    # 4 model calls, 4 tool calls and the agent span: every candidate span was refused and counted.
+    assert h.processor.stats.dropped["backlog"] == 9
+    assert h.processor.pipeline.assembler.in_flight == 0
+
