@@ -225,4 +225,3 @@ def test_backlog_cap_drops_and_counts_instead_of_growing() -> None:
     # 4 model calls, 4 tool calls and the agent span: every candidate span was refused and counted.
     assert h.processor.stats.dropped["backlog"] == 9
     assert h.processor.pipeline.assembler.in_flight == 0
-
