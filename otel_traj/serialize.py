@@ -68,13 +68,19 @@ def trajectory_to_dict(traj: Trajectory) -> dict[str, Any]:
 
 
 def check_to_dict(check: CheckResult) -> dict[str, Any]:
-    return {
+    """The documented keys always; ``score`` (partial credit) and ``detail`` only when the check has them."""
+    data: dict[str, Any] = {
         "name": check.name,
         "status": check.status,
         "severity": check.severity,
         "reason": check.reason,
         "steps": list(check.steps),
     }
+    if check.score is not None:
+        data["score"] = round(check.score, 4)
+    if check.detail is not None:
+        data["detail"] = dict(check.detail)
+    return data
 
 
 def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
