@@ -214,7 +214,8 @@ class Assembler:
         ctx = buf.context
         if start_ns and (not ctx.start_ns or start_ns < ctx.start_ns):
             ctx.start_ns = start_ns
-        ctx.end_ns = max(ctx.end_ns, end_ns)
+        if end_ns > ctx.end_ns:
+            ctx.end_ns = end_ns
         for key, value in captured:
             if key not in buf.captured_at or start_ns < buf.captured_at[key]:
                 buf.captured_at[key] = start_ns
@@ -279,25 +280,32 @@ class Assembler:
         """Parse the raw spans the span hooks queued since the last tick and record them."""
         assert self._view_of is not None
         max_chars = self.config.max_chars
+        records: list[SpanRecord] = []
+        malformed = 0
         for raw in spans:
             try:
                 view = self._view_of(raw)
                 step = to_step(view, max_chars)
             except Exception:
-                with self._lock:
-                    self._spans["malformed"] += 1
+                malformed += 1
                 continue
-            self.add(
-                view.trace_id,
-                view.span_id,
-                view.parent_id,
-                view.is_local_root,
-                view.start_ns,
-                view.end_ns,
-                step,
-                view.attributes,
-                view.resource,
+            records.append(
+                (
+                    view.trace_id,
+                    view.span_id,
+                    view.parent_id,
+                    view.is_local_root,
+                    view.start_ns,
+                    view.end_ns,
+                    step,
+                    view.attributes,
+                    view.resource,
+                )
             )
+        self.add_all(records)
+        if malformed:
+            with self._lock:
+                self._spans["malformed"] += malformed
 
     def pop_ready(self, flush: bool = False, expire_all: bool = False) -> list[Finished]:
         """Traces ready to grade. ``flush`` ignores the grace period of complete traces;
