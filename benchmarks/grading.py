@@ -5,7 +5,8 @@ conventions; each chat span carries the conversation so far, as instrumentations
 in the same process and in alternating rounds:
 
 - assemble: SpanViews -> assembler -> dialects -> builder -> Trajectory (``trajectories_from_views``);
-- grade: ``Grader(policy).grade(trajectory)`` with ``examples/policies/support_agent.yaml``.
+- grade: ``Grader(policy).grade(trajectory)`` with ``examples/policies/support_agent.yaml``;
+- export: ``PrometheusSink().export(verdict)``, the metrics update each graded run costs.
 
 Reported per size (10 and 100 tool steps): median microseconds per trajectory and trajectories per
 second for each, and grade/assemble. Target: grading a 10-step trajectory costs less than assembling it.
@@ -28,11 +29,13 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
 
 from otel_traj.adapters import from_readable_span
 from otel_traj.grader import Grader
 from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import load_policy
+from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.spanview import SpanView
 from otel_traj.trajectory import Trajectory
 
@@ -143,11 +146,18 @@ def measure(steps: int, rounds: int) -> dict[str, Any]:
     def grade() -> object:
         return grader.grade(trajectory)
 
+    sink = PrometheusSink(registry=CollectorRegistry())
+
+    def export() -> None:
+        sink.export(verdict)
+
     assemble_us: list[float] = []
     grade_us: list[float] = []
+    export_us: list[float] = []
     for _ in range(rounds):
         assemble_us.append(per_item_us(assemble, repeat))
         grade_us.append(per_item_us(grade, repeat))
+        export_us.append(per_item_us(export, repeat))
     a, g = statistics.median(assemble_us), statistics.median(grade_us)
     return {
         "steps": steps,
@@ -156,6 +166,7 @@ def measure(steps: int, rounds: int) -> dict[str, Any]:
         "outcome": verdict.outcome,
         "assemble_us": round(a, 1),
         "grade_us": round(g, 1),
+        "prometheus_export_us": round(statistics.median(export_us), 1),
         "assemble_per_s": round(1e6 / a),
         "grade_per_s": round(1e6 / g),
         "grade_over_assemble": round(g / a, 3),
@@ -175,12 +186,13 @@ def main() -> None:
         return
     print(
         f"{'steps':>5} {'spans':>5} {'checks':>6} {'assemble us':>12} {'grade us':>9} "
-        f"{'assembled/s':>11} {'graded/s':>9} {'grade/assemble':>14}"
+        f"{'assembled/s':>11} {'graded/s':>9} {'grade/assemble':>14} {'prometheus us':>13}"
     )
     for r in results:
         print(
             f"{r['steps']:>5} {r['spans']:>5} {r['checks']:>6} {r['assemble_us']:>12} {r['grade_us']:>9} "
-            f"{r['assemble_per_s']:>11} {r['grade_per_s']:>9} {r['grade_over_assemble']:>14}"
+            f"{r['assemble_per_s']:>11} {r['grade_per_s']:>9} {r['grade_over_assemble']:>14} "
+            f"{r['prometheus_export_us']:>13}"
         )
     ten = next((r for r in results if r["steps"] == 10), None)
     if ten is not None:
