@@ -15,7 +15,9 @@ from typing import Any
 
 from otel_traj.adapters import TraceFileError, read_trace_files
 from otel_traj.cases import CaseFileError, apply_cases, load_cases, summary_lines
+from otel_traj.config import AssemblerConfig
 from otel_traj.grader import Grader
+from otel_traj.live import subject_attributes
 from otel_traj.offline import trajectories_from_views
 from otel_traj.pipeline import ungraded
 from otel_traj.policy import PolicyError, load_policy
@@ -72,7 +74,11 @@ def run(args: argparse.Namespace) -> int:
     except TraceFileError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    verdicts = [grade(t) for t in track(trajectories_from_views(batch), "grading")]
+    # Like the processor: a policy's subject may live in a custom attribute on any span of the trace.
+    config = AssemblerConfig()
+    if policy is not None:
+        config = config.with_capture(subject_attributes(policy))
+    verdicts = [grade(t) for t in track(trajectories_from_views(batch, config), "grading")]
     if cases is not None:
         verdicts, case_report = apply_cases(verdicts, cases, args.match_on)
         print("\n".join(summary_lines(case_report)), file=sys.stderr)
