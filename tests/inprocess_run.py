@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
@@ -25,7 +25,7 @@ from otel_traj.serialize import trajectory_to_dict
 
 
 class RecordingProvider(TracerProvider):
-    exporters: list[InMemorySpanExporter] = []
+    exporters: ClassVar[list[InMemorySpanExporter]] = []
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
