@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 DEFAULT_CAPTURE = (
     "app.customer_id",
@@ -16,14 +20,22 @@ DEFAULT_CAPTURE = (
 )
 
 
-def _env_float(name: str, default: float) -> float:
+def env_value(name: str, default: _T, parse: Callable[[str], _T], expected: str = "a number") -> _T:
+    """``parse`` applied to environment variable ``name``; ``default`` when it is unset or empty.
+
+    A value ``parse`` rejects raises a ValueError that names the variable, the value and ``expected``.
+    """
     raw = os.environ.get(name)
     if not raw:
         return default
     try:
-        return float(raw)
+        return parse(raw)
     except ValueError as exc:
-        raise ValueError(f"{name}={raw!r}: expected a number") from exc
+        raise ValueError(f"{name}={raw!r}: expected {expected}") from exc
+
+
+def _env_float(name: str, default: float) -> float:
+    return env_value(name, default, float)
 
 
 def _env_int(name: str, default: int) -> int:

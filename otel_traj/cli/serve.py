@@ -53,33 +53,27 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
+def _given(**options: Any) -> dict[str, Any]:
+    """The options set on the command line; an unset flag is None and leaves its default alone."""
+    return {key: value for key, value in options.items() if value is not None}
+
+
 def settings_from_args(args: argparse.Namespace) -> ServeSettings:
-    assembler: dict[str, Any] = {
-        key: value
-        for key, value in (
-            ("grace_s", args.grace),
-            ("ttl_s", args.ttl),
-            ("max_traces", args.max_traces),
-            ("max_steps", args.max_steps),
-        )
-        if value is not None
-    }
-    overrides: dict[str, Any] = {
-        key: value
-        for key, value in (
-            ("policy", args.policy),
-            ("host", args.host),
-            ("grpc_port", args.grpc_port),
-            ("http_port", args.http_port),
-            ("metrics_port", args.metrics_port),
-            ("store", args.store),
-            ("auth_token", args.auth_token),
-            ("max_request_bytes", args.max_request_bytes),
-            ("retry_after_s", args.retry_after),
-            ("store_queue", args.store_queue),
-        )
-        if value is not None
-    }
+    assembler = _given(
+        grace_s=args.grace, ttl_s=args.ttl, max_traces=args.max_traces, max_steps=args.max_steps
+    )
+    overrides = _given(
+        policy=args.policy,
+        host=args.host,
+        grpc_port=args.grpc_port,
+        http_port=args.http_port,
+        metrics_port=args.metrics_port,
+        store=args.store,
+        auth_token=args.auth_token,
+        max_request_bytes=args.max_request_bytes,
+        retry_after_s=args.retry_after,
+        store_queue=args.store_queue,
+    )
     return ServeSettings(assembler=replace(AssemblerConfig(), **assembler), **overrides)
 
 

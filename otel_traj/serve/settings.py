@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from otel_traj.config import AssemblerConfig
+from otel_traj.config import AssemblerConfig, env_value
 
 
 def _env(name: str, default: str | None) -> str | None:
-    value = os.environ.get(name)
-    return value if value else default
+    return env_value(name, default, str)
 
 
 def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r}: expected an integer") from None
+    return env_value(name, default, int, "an integer")
 
 
 def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r}: expected a number") from None
+    return env_value(name, default, float)
 
 
 @dataclass(slots=True, frozen=True)
