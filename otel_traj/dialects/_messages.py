@@ -27,38 +27,45 @@ _ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
 _OUTPUT_ROLES = _ASSISTANT_ROLES | {None}
 
 
+# Flattened message lists (``llm.output_messages.N.message.*``, ``gen_ai.completion.N.*``) are read
+# index by index up to these bounds.
+MAX_MESSAGES = 1000
+MAX_TOOL_CALLS = 128
+
+# Messages and parts are JSON objects, so ``dict`` is tested first: ``isinstance(x, Mapping)`` alone
+# goes through the ABC machinery and costs several times more on this per-span path.
+_MAPPING = (dict, Mapping)
+
+
 def as_messages(value: Any) -> list[Any]:
     """A message list from a JSON string, a list, or one message."""
     if isinstance(value, str):
         value = loads(value)
     if isinstance(value, list):
         return value
-    if isinstance(value, Mapping):
+    if isinstance(value, _MAPPING):
         return [value]
-    return []
-
-
-def _blocks(message: Mapping[str, Any]) -> list[Any]:
-    for key in ("parts", "content"):
-        value = message.get(key)
-        if isinstance(value, list):
-            return value
     return []
 
 
 def _part_text(part: Any) -> str | None:
     if isinstance(part, str):
         return part
-    if not isinstance(part, Mapping):
+    if not isinstance(part, _MAPPING):
         return None
     kind = part.get("type")
     if kind is not None and kind not in _TEXT_TYPES:
         return None
-    for key in ("content", "text"):
-        value = part.get(key)
-        if isinstance(value, str):
-            return value
-    return None
+    value = part.get("content")
+    if isinstance(value, str):
+        return value
+    value = part.get("text")
+    return value if isinstance(value, str) else None
+
+
+def _joined(blocks: list[Any]) -> str | None:
+    texts = [text for text in map(_part_text, blocks) if text]
+    return "\n".join(texts) if texts else None
 
 
 def content_text(content: Any) -> str | None:
@@ -69,13 +76,12 @@ def content_text(content: Any) -> str | None:
             if isinstance(parsed, list | dict):
                 return content_text(parsed)
         return content
-    if isinstance(content, Mapping):
+    if isinstance(content, _MAPPING):
         if "role" in content or "parts" in content:
             return message_text(content)
         return _part_text(content)
     if isinstance(content, list):
-        texts = [text for text in map(_part_text, content) if text]
-        return "\n".join(texts) if texts else None
+        return _joined(content)
     return None
 
 
@@ -88,29 +94,27 @@ def _unwrap(message: Mapping[str, Any]) -> Mapping[str, Any]:
     if "role" in message:
         return message
     data = message.get("data")
-    if isinstance(data, Mapping):
+    if isinstance(data, _MAPPING):
         return data
     kwargs = message.get("kwargs")
-    if "lc" in message and isinstance(kwargs, Mapping):
+    if "lc" in message and isinstance(kwargs, _MAPPING):
         return kwargs
     return message
 
 
-def message_text(message: Any) -> str | None:
-    if not isinstance(message, Mapping):
-        return content_text(message)
-    message = _unwrap(message)
+def _text(message: Mapping[str, Any]) -> str | None:
+    """Text of an unwrapped message: its string content, else its text parts."""
     content = message.get("content")
     if isinstance(content, str):
         return content
-    texts = [text for text in map(_part_text, _blocks(message)) if text]
-    return "\n".join(texts) if texts else None
+    blocks = message.get("parts")
+    if isinstance(blocks, list):
+        return _joined(blocks)
+    return _joined(content) if isinstance(content, list) else None
 
 
-def role(message: Any) -> str | None:
-    if not isinstance(message, Mapping):
-        return None
-    message = _unwrap(message)
+def _speaker(message: Mapping[str, Any]) -> str | None:
+    """Role of an unwrapped message, lower case."""
     value = message.get("role")
     if value is None:
         # LangChain messages say who spoke in ``type``; Responses API call items use it for the item
@@ -121,24 +125,37 @@ def role(message: Any) -> str | None:
     return value.lower() if isinstance(value, str) else None
 
 
+def message_text(message: Any) -> str | None:
+    if isinstance(message, _MAPPING):
+        return _text(_unwrap(message))
+    return content_text(message)
+
+
+def role(message: Any) -> str | None:
+    if isinstance(message, _MAPPING):
+        return _speaker(_unwrap(message))
+    return None
+
+
+def _last_text(messages: list[Any], roles: frozenset[str], max_chars: int) -> str | None:
+    for message in reversed(messages):
+        if isinstance(message, _MAPPING):
+            message = _unwrap(message)
+            if _speaker(message) in roles:
+                text = _text(message)
+                if text:
+                    return clip_text(text, max_chars)
+    return None
+
+
 def last_user_text(messages: list[Any], max_chars: int) -> str | None:
     """Text of the last user message that has text (tool results sent as user turns are skipped)."""
-    for message in reversed(messages):
-        if role(message) in _USER_ROLES:
-            text = message_text(message)
-            if text:
-                return clip_text(text, max_chars)
-    return None
+    return _last_text(messages, _USER_ROLES, max_chars)
 
 
 def last_assistant_text(messages: list[Any], max_chars: int) -> str | None:
     """Text of the last assistant message that has text: an agent's final answer."""
-    for message in reversed(messages):
-        if role(message) in _ASSISTANT_ROLES:
-            text = message_text(message)
-            if text:
-                return clip_text(text, max_chars)
-    return None
+    return _last_text(messages, _ASSISTANT_ROLES, max_chars)
 
 
 def last_user_text_in(value: Any, max_chars: int) -> str | None:
@@ -151,9 +168,10 @@ def last_user_text_in(value: Any, max_chars: int) -> str | None:
     """
     if not isinstance(value, str):
         return last_user_text(as_messages(value), max_chars)
+    compact, spaced = _USER_MARKERS
     end = len(value)
     for _ in range(_MAX_USER_PROBES):
-        position = max(value.rfind(marker, 0, end) for marker in _USER_MARKERS)
+        position = max(value.rfind(compact, 0, end), value.rfind(spaced, 0, end))
         start = value.rfind("{", 0, position) if position > 0 else -1
         if start < 0 or value[start + 1 : position].strip():
             break
@@ -161,14 +179,16 @@ def last_user_text_in(value: Any, max_chars: int) -> str | None:
             message, _ = _DECODER.raw_decode(value, start)
         except ValueError:
             break
-        text = message_text(message) if role(message) in _USER_ROLES else None
-        if text:
-            return clip_text(text, max_chars)
+        if isinstance(message, dict):
+            message = _unwrap(message)
+            text = _text(message) if _speaker(message) in _USER_ROLES else None
+            if text:
+                return clip_text(text, max_chars)
         end = start
     return last_user_text(as_messages(value), max_chars)
 
 
-def _requested(name: Any, call_id: Any, arguments: Any, max_chars: int) -> RequestedTool | None:
+def requested_tool(name: Any, call_id: Any, arguments: Any, max_chars: int) -> RequestedTool | None:
     tool = as_str(name)
     if tool is None:
         return None
@@ -177,49 +197,77 @@ def _requested(name: Any, call_id: Any, arguments: Any, max_chars: int) -> Reque
 
 
 def _block_call(block: Any, max_chars: int) -> RequestedTool | None:
-    if not isinstance(block, Mapping):
+    if not isinstance(block, _MAPPING):
         return None
     kind = block.get("type")
     if kind == "tool_call":
-        return _requested(block.get("name"), block.get("id"), block.get("arguments"), max_chars)
+        return requested_tool(block.get("name"), block.get("id"), block.get("arguments"), max_chars)
     if kind == "function_call":
         # OpenAI Responses API output item: ``id`` names the item, ``call_id`` the call.
         call_id = block.get("call_id") or block.get("id")
-        return _requested(block.get("name"), call_id, block.get("arguments"), max_chars)
+        return requested_tool(block.get("name"), call_id, block.get("arguments"), max_chars)
     if kind == "tool-call":
         arguments = block.get("input", block.get("args"))
-        return _requested(block.get("toolName"), block.get("toolCallId"), arguments, max_chars)
+        return requested_tool(block.get("toolName"), block.get("toolCallId"), arguments, max_chars)
     nested = block.get("toolUse")
-    if isinstance(nested, Mapping):
-        return _requested(nested.get("name"), nested.get("toolUseId"), nested.get("input"), max_chars)
+    if isinstance(nested, _MAPPING):
+        return requested_tool(nested.get("name"), nested.get("toolUseId"), nested.get("input"), max_chars)
     nested = block.get("function_call")
-    if isinstance(nested, Mapping):
-        return _requested(nested.get("name"), nested.get("id"), nested.get("args"), max_chars)
+    if isinstance(nested, _MAPPING):
+        return requested_tool(nested.get("name"), nested.get("id"), nested.get("args"), max_chars)
     return None
 
 
 def openai_tool_call(call: Any, max_chars: int) -> RequestedTool | None:
     """``{id, function: {name, arguments}}`` (or flat ``{id, name, arguments}``)."""
-    if not isinstance(call, Mapping):
+    if not isinstance(call, _MAPPING):
         return None
     function = call.get("function")
-    source = function if isinstance(function, Mapping) else call
+    source = function if isinstance(function, _MAPPING) else call
     arguments = source.get("arguments", source.get("args"))
-    return _requested(source.get("name"), call.get("id"), arguments, max_chars)
+    return requested_tool(source.get("name"), call.get("id"), arguments, max_chars)
 
 
-def message_tool_calls(message: Any, max_chars: int) -> list[RequestedTool]:
-    if not isinstance(message, Mapping):
-        return []
-    message = _unwrap(message)
+def indexed_tool_calls(
+    attrs: Mapping[str, Any], prefix: str, keys: tuple[str, str, str], max_chars: int
+) -> list[RequestedTool]:
+    """Tool calls flattened into ``<prefix>N.<key>`` attributes; ``keys``: (name, id, arguments)."""
+    name_key, id_key, arguments_key = keys
+    found: list[RequestedTool] = []
+    for index in range(MAX_TOOL_CALLS):
+        call_prefix = f"{prefix}{index}."
+        name = attrs.get(call_prefix + name_key)
+        if name is None:
+            break
+        call = requested_tool(
+            name, attrs.get(call_prefix + id_key), attrs.get(call_prefix + arguments_key), max_chars
+        )
+        if call is not None:
+            found.append(call)
+    return found
+
+
+def _tool_calls(message: Mapping[str, Any], found: list[RequestedTool], max_chars: int) -> None:
+    """Append the calls an unwrapped message requests to ``found``."""
     if message.get("type") in _CALL_ITEM_TYPES:
         call = _block_call(message, max_chars)
-        return [call] if call else []
-    found = [call for call in (_block_call(b, max_chars) for b in _blocks(message)) if call]
+        if call:
+            found.append(call)
+        return
+    blocks = message.get("parts")
+    if not isinstance(blocks, list):
+        blocks = message.get("content")
+    if isinstance(blocks, list):
+        for block in blocks:
+            call = _block_call(block, max_chars)
+            if call:
+                found.append(call)
     calls = message.get("tool_calls")
     if isinstance(calls, list):
-        found += [call for call in (openai_tool_call(c, max_chars) for c in calls) if call]
-    return found
+        for item in calls:
+            call = openai_tool_call(item, max_chars)
+            if call:
+                found.append(call)
 
 
 def assistant_output(
@@ -230,12 +278,15 @@ def assistant_output(
     tools: list[RequestedTool] = []
     reasons: list[str] = []
     for message in messages:
-        if not isinstance(message, Mapping) or role(message) not in _OUTPUT_ROLES:
+        if not isinstance(message, _MAPPING):
             continue
-        text = message_text(message)
+        unwrapped = _unwrap(message)
+        if _speaker(unwrapped) not in _OUTPUT_ROLES:
+            continue
+        text = _text(unwrapped)
         if text:
             texts.append(text)
-        tools += message_tool_calls(message, max_chars)
+        _tool_calls(unwrapped, tools, max_chars)
         reason = message.get("finish_reason")
         if isinstance(reason, str) and reason:
             reasons.append(reason)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from otel_traj.dialects._base import as_int, first_int, loads
+from otel_traj.dialects._base import first_int, loads
 
 
 class Usage(NamedTuple):
@@ -78,36 +78,28 @@ def agent_usage(attrs: Mapping[str, Any]) -> Usage:
     return usage(attrs)
 
 
-def _pick(data: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
-    for key in keys:
-        value = data.get(key)
-        if value is not None:
-            number = as_int(value)
-            if number is not None:
-                return number
-    return None
-
-
 def usage_from_json(value: Any) -> Usage:
     """A JSON usage object: Langfuse ``usage_details``, OpenAI/Logfire ``usage``, Gemini metadata."""
     data = loads(value, 65536) if isinstance(value, str) else value
     if not isinstance(data, Mapping):
         return NO_USAGE
-    cache_read = _pick(data, ("cache_read_input_tokens", "input_cached_tokens", "cached_content_token_count"))
+    cache_read = first_int(
+        data, ("cache_read_input_tokens", "input_cached_tokens", "cached_content_token_count")
+    )
     details = data.get("input_tokens_details") or data.get("prompt_tokens_details")
     if cache_read is None and isinstance(details, Mapping):
-        cache_read = _pick(details, ("cached_tokens",))
-    reasoning = _pick(data, ("output_reasoning_tokens", "reasoning_tokens", "thoughts_token_count"))
+        cache_read = first_int(details, ("cached_tokens",))
+    reasoning = first_int(data, ("output_reasoning_tokens", "reasoning_tokens", "thoughts_token_count"))
     details = data.get("output_tokens_details") or data.get("completion_tokens_details")
     if reasoning is None and isinstance(details, Mapping):
-        reasoning = _pick(details, ("reasoning_tokens",))
+        reasoning = first_int(details, ("reasoning_tokens",))
     return Usage(
-        _pick(data, ("input", "input_tokens", "prompt_tokens", "promptTokens", "prompt_token_count")),
-        _pick(
+        first_int(data, ("input", "input_tokens", "prompt_tokens", "promptTokens", "prompt_token_count")),
+        first_int(
             data,
             ("output", "output_tokens", "completion_tokens", "completionTokens", "candidates_token_count"),
         ),
         cache_read,
-        _pick(data, ("cache_creation_input_tokens", "cache_write_input_tokens", "input_cache_creation")),
+        first_int(data, ("cache_creation_input_tokens", "cache_write_input_tokens", "input_cache_creation")),
         reasoning,
     )

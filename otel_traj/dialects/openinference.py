@@ -14,13 +14,14 @@ from typing import Any
 
 from otel_traj.dialects._base import as_str, clip_text, first, loads, str_tuple
 from otel_traj.dialects._messages import (
+    MAX_MESSAGES,
     as_messages,
     assistant_output,
     content_text,
+    indexed_tool_calls,
     last_assistant_text,
     last_user_text,
     last_user_text_in,
-    openai_tool_call,
 )
 from otel_traj.dialects._steps import agent_run, model_call, tool_call
 from otel_traj.dialects._usage import usage
@@ -28,8 +29,7 @@ from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 
 DIALECT = "openinference"
-_MAX_MESSAGES = 1000
-_MAX_TOOL_CALLS = 128
+_FLAT_CALL_KEYS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
 
 
 def parse(
@@ -74,7 +74,7 @@ def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Tool
 def _flat_last_user(attrs: Mapping[str, Any], max_chars: int) -> str | None:
     """Last user text of ``llm.input_messages.N.message.*`` (contiguous indices from 0)."""
     found: Any = None
-    for index in range(_MAX_MESSAGES):
+    for index in range(MAX_MESSAGES):
         prefix = f"llm.input_messages.{index}.message."
         role = attrs.get(prefix + "role")
         if role is None:
@@ -90,28 +90,14 @@ def _flat_last_user(attrs: Mapping[str, Any], max_chars: int) -> str | None:
 def _flat_output(attrs: Mapping[str, Any], max_chars: int) -> tuple[str | None, tuple[RequestedTool, ...]]:
     texts: list[str] = []
     tools: list[RequestedTool] = []
-    for index in range(_MAX_MESSAGES):
+    for index in range(MAX_MESSAGES):
         prefix = f"llm.output_messages.{index}.message."
         if prefix + "role" not in attrs:
             break
         text = attrs.get(prefix + "content")
         if isinstance(text, str) and text:
             texts.append(text)
-        for call in range(_MAX_TOOL_CALLS):
-            call_prefix = f"{prefix}tool_calls.{call}.tool_call."
-            name = attrs.get(call_prefix + "function.name")
-            if name is None:
-                break
-            requested = openai_tool_call(
-                {
-                    "id": attrs.get(call_prefix + "id"),
-                    "name": name,
-                    "arguments": attrs.get(call_prefix + "function.arguments"),
-                },
-                max_chars,
-            )
-            if requested is not None:
-                tools.append(requested)
+        tools += indexed_tool_calls(attrs, prefix + "tool_calls.", _FLAT_CALL_KEYS, max_chars)
     return clip_text("\n".join(texts), max_chars) if texts else None, tuple(tools)
 
 

@@ -16,11 +16,12 @@ from typing import Any
 from otel_traj.dialects import semconv
 from otel_traj.dialects._base import PARSE_LIMIT, as_str, clip_text, first, loads, str_tuple, suffix
 from otel_traj.dialects._messages import (
+    MAX_MESSAGES,
     content_text,
+    indexed_tool_calls,
     last_assistant_text,
     last_user_text,
     last_user_text_in,
-    openai_tool_call,
 )
 from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
 from otel_traj.dialects._usage import agent_usage, usage
@@ -30,8 +31,7 @@ from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 DIALECT = "traceloop"
 _AGENT_KINDS = frozenset({"workflow", "agent"})
 _MODEL_REQUESTS = frozenset({"chat", "completion"})
-_MAX_MESSAGES = 1000
-_MAX_TOOL_CALLS = 128
+_INDEXED_CALL_KEYS = ("name", "id", "arguments")
 
 
 def parse(
@@ -141,7 +141,7 @@ def _plain_output(value: Any) -> str | None:
 
 def _indexed_prompt(attrs: Mapping[str, Any], max_chars: int) -> str | None:
     found: Any = None
-    for index in range(_MAX_MESSAGES):
+    for index in range(MAX_MESSAGES):
         role = attrs.get(f"gen_ai.prompt.{index}.role")
         if role is None:
             break
@@ -156,7 +156,7 @@ def _indexed_completion(
     texts: list[str] = []
     tools: list[RequestedTool] = []
     reasons: list[str] = []
-    for index in range(_MAX_MESSAGES):
+    for index in range(MAX_MESSAGES):
         prefix = f"gen_ai.completion.{index}."
         role = attrs.get(prefix + "role")
         content = attrs.get(prefix + "content")
@@ -168,21 +168,7 @@ def _indexed_completion(
             texts.append(text)
         if isinstance(reason, str) and reason:
             reasons.append(reason)
-        for call in range(_MAX_TOOL_CALLS):
-            call_prefix = f"{prefix}tool_calls.{call}."
-            name = attrs.get(call_prefix + "name")
-            if name is None:
-                break
-            requested = openai_tool_call(
-                {
-                    "id": attrs.get(call_prefix + "id"),
-                    "name": name,
-                    "arguments": attrs.get(call_prefix + "arguments"),
-                },
-                max_chars,
-            )
-            if requested is not None:
-                tools.append(requested)
+        tools += indexed_tool_calls(attrs, prefix + "tool_calls.", _INDEXED_CALL_KEYS, max_chars)
     return clip_text("\n".join(texts), max_chars) if texts else None, tuple(tools), tuple(reasons)
 
 
