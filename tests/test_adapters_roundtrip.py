@@ -30,6 +30,7 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
+from otel_traj import spanview
 from otel_traj.adapters import (
     from_readable_span,
     read_trace_file,
@@ -38,18 +39,7 @@ from otel_traj.adapters import (
     views_from_otlp_json,
     views_from_request,
 )
-from otel_traj.adapters.sdk import from_readable_span_properties
-from otel_traj.spanview import (
-    KIND_CLIENT,
-    KIND_CONSUMER,
-    KIND_INTERNAL,
-    KIND_PRODUCER,
-    KIND_SERVER,
-    STATUS_ERROR,
-    STATUS_OK,
-    STATUS_UNSET,
-    SpanView,
-)
+from otel_traj.adapters.sdk import comparable, from_readable_span_properties
 
 REMOTE_TRACE = 0x0AF7651916CD43DD8448EB211C80319C
 REMOTE_PARENT = 0xB7AD6B7169203331
@@ -73,27 +63,7 @@ TOOL_ATTRIBUTES: dict[str, Any] = {
 }
 
 
-def comparable(view: SpanView) -> tuple[Any, ...]:
-    """Everything a SpanView says, with mappings and events in plain comparable form."""
-    return (
-        view.trace_id,
-        view.span_id,
-        view.parent_id,
-        view.name,
-        view.start_ns,
-        view.end_ns,
-        dict(view.attributes),
-        [(e.name, e.timestamp, dict(e.attributes or {})) for e in view.events],
-        view.status_code,
-        view.status_message,
-        view.kind,
-        view.parent_is_remote,
-        dict(view.resource),
-        view.scope_name,
-    )
-
-
-def comparable_all(views: list[SpanView]) -> list[tuple[Any, ...]]:
+def comparable_all(views: list[spanview.SpanView]) -> list[tuple[Any, ...]]:
     return sorted((comparable(v) for v in views), key=lambda c: (c[0], c[1]))
 
 
@@ -190,21 +160,24 @@ def test_protobuf_path_reads_what_the_sdk_recorded(request_message: ExportTraceS
     assert (agent.parent_id, agent.parent_is_remote, agent.is_local_root) == (REMOTE_PARENT, True, True)
     assert (tool.parent_id, tool.parent_is_remote, tool.is_local_root) == (agent.span_id, False, False)
     assert dict(tool.attributes) == TOOL_ATTRIBUTES
-    assert (tool.status_code, tool.status_message) == (STATUS_ERROR, "order not found")
+    assert (tool.status_code, tool.status_message) == (spanview.STATUS_ERROR, "order not found")
     assert [(e.name, dict(e.attributes or {})) for e in tool.events] == [
         ("gen_ai.tool.message", {"content": "{}", "size": 2, "parts": ("x", "y")})
     ]
     assert tool.start_ns < tool.end_ns
     assert [views[n].kind for n in ("invoke_agent support", "execute_tool lookup_order")] == [
-        KIND_SERVER,
-        KIND_CLIENT,
+        spanview.KIND_SERVER,
+        spanview.KIND_CLIENT,
     ]
     assert (views["chat gpt-4o"].kind, views["consume"].kind, views["failing step"].kind) == (
-        KIND_PRODUCER,
-        KIND_CONSUMER,
-        KIND_INTERNAL,
+        spanview.KIND_PRODUCER,
+        spanview.KIND_CONSUMER,
+        spanview.KIND_INTERNAL,
     )
-    assert (views["chat gpt-4o"].status_code, views["consume"].status_code) == (STATUS_OK, STATUS_UNSET)
+    assert (views["chat gpt-4o"].status_code, views["consume"].status_code) == (
+        spanview.STATUS_OK,
+        spanview.STATUS_UNSET,
+    )
     assert views["failing step"].is_error
     assert [e.name for e in views["failing step"].events] == ["exception"]
     assert agent.resource["service.name"] == "support-agent"

@@ -11,18 +11,9 @@ from otel_traj.serialize import verdict_to_dict
 from otel_traj.verdict import CheckResult
 from tests.support_trajectories import REFUND, call, clean_run, example_policy, trajectory, violating_run
 
-ALL_CHECKS = [
-    "order",
-    "scope",
-    "repeats",
-    "recovery",
-    "side_effects",
-    "arguments",
-    "grounded",
-    "tools",
-    "budget",
-    "claims",
-]
+# The grader's plan order; the middle four come from the policy's ``tools`` section.
+TOOL_CHECKS = ["side_effects", "arguments", "grounded", "tools"]
+ALL_CHECKS = ["order", "scope", "repeats", "recovery", *TOOL_CHECKS, "budget", "claims"]
 
 
 def by_name(checks: list[CheckResult]) -> dict[str, CheckResult]:

@@ -92,7 +92,8 @@ def from_readable_span_properties(span: ReadableSpan) -> SpanView:
     )
 
 
-def _comparable(view: SpanView) -> tuple[Any, ...]:
+def comparable(view: SpanView) -> tuple[Any, ...]:
+    """Everything a SpanView says, with mappings and events in plain comparable form."""
     events = [(e.name, e.timestamp, dict(e.attributes or EMPTY)) for e in view.events]
     return (
         view.trace_id,
@@ -131,7 +132,7 @@ def _fields_match_properties() -> bool:
         probe.end(end_time=9)
         if not isinstance(probe, ReadableSpan):
             return False
-        return _comparable(from_readable_span_fields(probe)) == _comparable(
+        return comparable(from_readable_span_fields(probe)) == comparable(
             from_readable_span_properties(probe)
         )
     except (AttributeError, TypeError, ValueError):
