@@ -62,13 +62,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def fake_openai() -> Iterator[str]:
-    """Serve the scripted model; yields the base URL to give the OpenAI client."""
+def fake_openai() -> Iterator[dict[str, Any]]:
+    """Serve the scripted model; yields the OpenAI client arguments that point at it."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+        base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        yield {"base_url": base_url, "api_key": "sk-offline", "max_retries": 0}
     finally:
         server.shutdown()
         server.server_close()

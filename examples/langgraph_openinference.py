@@ -14,16 +14,8 @@ from langchain_openai import ChatOpenAI
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 
+from examples import _scenario as scenario
 from examples._fake_openai import fake_openai
-from examples._scenario import (
-    AGENT_NAME,
-    INSTRUCTIONS,
-    MODEL_NAME,
-    POLICY,
-    TOOLS,
-    USER_MESSAGE,
-    print_verdicts,
-)
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.verdict import Verdict
 
@@ -31,17 +23,20 @@ from otel_traj.verdict import Verdict
 def main() -> list[Verdict]:
     verdicts: list[Verdict] = []
     provider = TracerProvider()
-    provider.add_span_processor(TrajectoryProcessor(policy=POLICY, on_verdict=verdicts.append))
+    provider.add_span_processor(TrajectoryProcessor(policy=scenario.POLICY, on_verdict=verdicts.append))
     LangChainInstrumentor().instrument(tracer_provider=provider)
 
-    with fake_openai() as base_url:
-        model = ChatOpenAI(model=MODEL_NAME, base_url=base_url, api_key="sk-offline", max_retries=0)
+    with fake_openai() as client_args:
+        model = ChatOpenAI(model=scenario.MODEL_NAME, **client_args)
         agent = create_agent(
-            model, tools=[tool(fn) for fn in TOOLS], system_prompt=INSTRUCTIONS, name=AGENT_NAME
+            model,
+            tools=[tool(fn) for fn in scenario.TOOLS],
+            system_prompt=scenario.INSTRUCTIONS,
+            name=scenario.AGENT_NAME,
         )
-        agent.invoke({"messages": [{"role": "user", "content": USER_MESSAGE}]})
+        agent.invoke({"messages": [{"role": "user", "content": scenario.USER_MESSAGE}]})
     provider.shutdown()  # grades what is still buffered
-    print_verdicts(verdicts)
+    scenario.print_verdicts(verdicts)
     return verdicts
 
 

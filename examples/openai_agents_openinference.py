@@ -15,16 +15,8 @@ from openai import AsyncOpenAI
 from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 
+from examples import _scenario as scenario
 from examples._fake_openai import fake_openai
-from examples._scenario import (
-    AGENT_NAME,
-    INSTRUCTIONS,
-    MODEL_NAME,
-    POLICY,
-    TOOLS,
-    USER_MESSAGE,
-    print_verdicts,
-)
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.verdict import Verdict
 
@@ -32,20 +24,22 @@ from otel_traj.verdict import Verdict
 def main() -> list[Verdict]:
     verdicts: list[Verdict] = []
     provider = TracerProvider()
-    provider.add_span_processor(TrajectoryProcessor(policy=POLICY, on_verdict=verdicts.append))
+    provider.add_span_processor(TrajectoryProcessor(policy=scenario.POLICY, on_verdict=verdicts.append))
     OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
 
-    with fake_openai() as base_url:
-        client = AsyncOpenAI(base_url=base_url, api_key="sk-offline", max_retries=0)
+    with fake_openai() as client_args:
+        client = AsyncOpenAI(**client_args)
         agent = Agent(
-            name=AGENT_NAME,
-            instructions=INSTRUCTIONS,
-            model=OpenAIChatCompletionsModel(model=MODEL_NAME, openai_client=client),
-            tools=[function_tool(tool) for tool in TOOLS],
+            name=scenario.AGENT_NAME,
+            instructions=scenario.INSTRUCTIONS,
+            model=OpenAIChatCompletionsModel(model=scenario.MODEL_NAME, openai_client=client),
+            tools=[function_tool(tool) for tool in scenario.TOOLS],
         )
-        asyncio.run(Runner.run(agent, USER_MESSAGE, run_config=RunConfig(workflow_name=AGENT_NAME)))
+        asyncio.run(
+            Runner.run(agent, scenario.USER_MESSAGE, run_config=RunConfig(workflow_name=scenario.AGENT_NAME))
+        )
     provider.shutdown()  # grades what is still buffered
-    print_verdicts(verdicts)
+    scenario.print_verdicts(verdicts)
     return verdicts
 
 

@@ -18,33 +18,33 @@ import json
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from examples._scenario import AGENT_NAME, MODEL_NAME, POLICY, TOOLS, USER_MESSAGE, next_turn, print_verdicts
+from examples import _scenario as scenario
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.verdict import Verdict
 
-TOOL_BY_NAME = {fn.__name__: fn for fn in TOOLS}
+TOOL_BY_NAME = {fn.__name__: fn for fn in scenario.TOOLS}
 
 
 def run_agent(provider: TracerProvider) -> None:
     tracer = provider.get_tracer("support-agent")
-    user = [{"role": "user", "parts": [{"type": "text", "content": USER_MESSAGE}]}]
+    user = [{"role": "user", "parts": [{"type": "text", "content": scenario.USER_MESSAGE}]}]
     with tracer.start_as_current_span(
-        f"invoke_agent {AGENT_NAME}",
+        f"invoke_agent {scenario.AGENT_NAME}",
         attributes={
             "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": AGENT_NAME,
+            "gen_ai.agent.name": scenario.AGENT_NAME,
             "gen_ai.input.messages": json.dumps(user),
             "app.customer_id": "C023",
         },
     ) as agent_span:
         results = 0
         while True:
-            first, turn = next_turn(results)
-            with tracer.start_as_current_span(f"chat {MODEL_NAME}") as chat:
+            first, turn = scenario.next_turn(results)
+            with tracer.start_as_current_span(f"chat {scenario.MODEL_NAME}") as chat:
                 chat.set_attributes(
                     {
                         "gen_ai.operation.name": "chat",
-                        "gen_ai.request.model": MODEL_NAME,
+                        "gen_ai.request.model": scenario.MODEL_NAME,
                         "gen_ai.usage.input_tokens": 150 + 60 * results,
                         "gen_ai.usage.output_tokens": 25,
                     }
@@ -70,11 +70,11 @@ def run_agent(provider: TracerProvider) -> None:
 def main() -> list[Verdict]:
     verdicts: list[Verdict] = []
     provider = TracerProvider()
-    provider.add_span_processor(TrajectoryProcessor(policy=POLICY, on_verdict=verdicts.append))
+    provider.add_span_processor(TrajectoryProcessor(policy=scenario.POLICY, on_verdict=verdicts.append))
 
     run_agent(provider)
     provider.shutdown()  # grades what is still buffered
-    print_verdicts(verdicts)
+    scenario.print_verdicts(verdicts)
     return verdicts
 
 

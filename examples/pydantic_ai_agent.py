@@ -15,16 +15,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RequestUsage
 
-from examples._scenario import (
-    AGENT_NAME,
-    INSTRUCTIONS,
-    MODEL_NAME,
-    POLICY,
-    TOOLS,
-    USER_MESSAGE,
-    next_turn,
-    print_verdicts,
-)
+from examples import _scenario as scenario
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.verdict import Verdict
 
@@ -33,31 +24,31 @@ def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     returned = sum(
         1 for m in messages if isinstance(m, ModelRequest) for p in m.parts if p.part_kind == "tool-return"
     )
-    first, turn = next_turn(returned)
+    first, turn = scenario.next_turn(returned)
     usage = RequestUsage(input_tokens=150 + 60 * len(messages), output_tokens=25)
     if isinstance(turn, str):
-        return ModelResponse(parts=[TextPart(turn)], usage=usage, model_name=MODEL_NAME)
+        return ModelResponse(parts=[TextPart(turn)], usage=usage, model_name=scenario.MODEL_NAME)
     calls = [
         ToolCallPart(name, args, tool_call_id=f"call_{first + i + 1}") for i, (name, args) in enumerate(turn)
     ]
-    return ModelResponse(parts=calls, usage=usage, model_name=MODEL_NAME)
+    return ModelResponse(parts=calls, usage=usage, model_name=scenario.MODEL_NAME)
 
 
 def main() -> list[Verdict]:
     verdicts: list[Verdict] = []
     provider = TracerProvider()
-    provider.add_span_processor(TrajectoryProcessor(policy=POLICY, on_verdict=verdicts.append))
+    provider.add_span_processor(TrajectoryProcessor(policy=scenario.POLICY, on_verdict=verdicts.append))
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
 
     agent = Agent(
-        FunctionModel(scripted, model_name=MODEL_NAME),
-        name=AGENT_NAME,
-        instructions=INSTRUCTIONS,
-        tools=TOOLS,
+        FunctionModel(scripted, model_name=scenario.MODEL_NAME),
+        name=scenario.AGENT_NAME,
+        instructions=scenario.INSTRUCTIONS,
+        tools=scenario.TOOLS,
     )
-    agent.run_sync(USER_MESSAGE)
+    agent.run_sync(scenario.USER_MESSAGE)
     provider.shutdown()  # grades what is still buffered
-    print_verdicts(verdicts)
+    scenario.print_verdicts(verdicts)
     return verdicts
 
 

@@ -21,16 +21,7 @@ from strands.models import Model
 from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 
-from examples._scenario import (
-    AGENT_NAME,
-    INSTRUCTIONS,
-    MODEL_NAME,
-    POLICY,
-    TOOLS,
-    USER_MESSAGE,
-    next_turn,
-    print_verdicts,
-)
+from examples import _scenario as scenario
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.verdict import Verdict
 
@@ -39,7 +30,7 @@ class ScriptedModel(Model):
     """Replays the scripted turns as Strands stream events."""
 
     def __init__(self) -> None:
-        self.config: dict[str, Any] = {"model_id": MODEL_NAME}
+        self.config: dict[str, Any] = {"model_id": scenario.MODEL_NAME}
 
     def update_config(self, **model_config: Any) -> None:
         self.config.update(model_config)
@@ -52,7 +43,7 @@ class ScriptedModel(Model):
 
     async def stream(self, messages: Messages, *args: Any, **kwargs: Any) -> AsyncIterator[StreamEvent]:
         results = sum(1 for m in messages for block in m["content"] if "toolResult" in block)
-        first, turn = next_turn(results)
+        first, turn = scenario.next_turn(results)
         yield {"messageStart": {"role": "assistant"}}
         if isinstance(turn, str):
             yield {"contentBlockStart": {"start": {}}}
@@ -80,20 +71,20 @@ class ScriptedModel(Model):
 def main() -> list[Verdict]:
     verdicts: list[Verdict] = []
     provider = TracerProvider()
-    provider.add_span_processor(TrajectoryProcessor(policy=POLICY, on_verdict=verdicts.append))
+    provider.add_span_processor(TrajectoryProcessor(policy=scenario.POLICY, on_verdict=verdicts.append))
     trace.set_tracer_provider(provider)  # Strands records through the global provider
 
     agent = Agent(
         model=ScriptedModel(),
-        name=AGENT_NAME,
-        system_prompt=INSTRUCTIONS,
-        tools=[tool(fn) for fn in TOOLS],
+        name=scenario.AGENT_NAME,
+        system_prompt=scenario.INSTRUCTIONS,
+        tools=[tool(fn) for fn in scenario.TOOLS],
         callback_handler=None,
         trace_attributes={"app.customer_id": "C023"},
     )
-    agent(USER_MESSAGE)
+    agent(scenario.USER_MESSAGE)
     provider.shutdown()  # grades what is still buffered
-    print_verdicts(verdicts)
+    scenario.print_verdicts(verdicts)
     return verdicts
 
 
