@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects import adk, langfuse, logfire, openinference, pydantic_ai, semconv, traceloop, vercel
+from otel_traj.dialects._steps import Parser
 from otel_traj.spanview import SpanView
 from otel_traj.steps import Step
 
@@ -38,6 +39,14 @@ _MARKERS = frozenset(
     }
 )
 _PYDANTIC_MARKERS = frozenset(pydantic_ai.MARKERS)
+# Markers whose value names the kind of span, most specific first: the first one present decides.
+_KEYED: tuple[tuple[str, Mapping[str, Parser]], ...] = (
+    ("langfuse.observation.type", langfuse.PARSERS),
+    ("openinference.span.kind", openinference.PARSERS),
+    ("traceloop.span.kind", traceloop.PARSERS),
+    ("llm.request.type", traceloop.REQUEST_PARSERS),
+    ("ai.operationId", vercel.PARSERS),
+)
 _NAME_PREFIXES = ("execute_tool ", "invoke_agent ", "chat ", "running tool", "agent run", "call_llm")
 _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
 
@@ -60,18 +69,10 @@ def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
 
 
 def _by_attributes(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Step | None:
-    kind = attrs.get("langfuse.observation.type")
-    if kind is not None:
-        return langfuse.parse(view, attrs, kind, max_chars)
-    kind = attrs.get("openinference.span.kind")
-    if kind is not None:
-        return openinference.parse(view, attrs, kind, max_chars)
-    kind = attrs.get("traceloop.span.kind")
-    if kind is not None or "llm.request.type" in attrs:
-        return traceloop.parse(view, attrs, kind, max_chars)
-    operation = attrs.get("ai.operationId")
-    if operation is not None:
-        return vercel.parse(view, attrs, operation, max_chars)
+    for marker, parsers in _KEYED:
+        kind = attrs.get(marker)
+        if kind is not None:
+            return _parse(parsers, kind, view, attrs, max_chars)
     if adk.TOOL_ARGS in attrs or adk.LLM_REQUEST in attrs:
         return adk.parse(view, attrs, max_chars)
     template = attrs.get("logfire.msg_template")
@@ -81,12 +82,19 @@ def _by_attributes(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> 
         return pydantic_ai.parse(view, attrs, max_chars)
     operation = attrs.get("gen_ai.operation.name")
     if isinstance(operation, str):
-        return semconv.parse(view, attrs, operation, max_chars)
+        return _parse(semconv.PARSERS, operation, view, attrs, max_chars)
     if "gen_ai.tool.name" in attrs:
         return semconv.parse_tool(view, attrs, max_chars)
     if any(key in attrs for key in _MODEL_KEYS):
         return semconv.parse_model(view, attrs, max_chars)
     return None
+
+
+def _parse(
+    parsers: Mapping[str, Parser], kind: Any, view: SpanView, attrs: Mapping[str, Any], max_chars: int
+) -> Step | None:
+    parser = parsers.get(kind) if isinstance(kind, str) else None
+    return parser(view, attrs, max_chars) if parser is not None else None
 
 
 def _by_name(view: SpanView, attrs: Mapping[str, Any], name: str, max_chars: int) -> Step | None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from otel_traj.dialects._base import as_str, clip, clip_text, loads, span_error
+from otel_traj.dialects._base import as_str, clip, clip_text, first, loads, span_error
 from otel_traj.dialects._usage import Usage
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall, span_hex
+from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, span_hex
 
 UNWRAP_LIMIT = 64 * 1024
+
+# ``parser(view, attributes, max_chars)``; each dialect maps the values of its marker to them.
+Parser = Callable[[SpanView, Mapping[str, Any], int], Step | None]
 
 
 def tool_call(
@@ -52,6 +55,36 @@ def tool_call(
         dialect=dialect,
         step_id=span_hex(view.span_id),
         truncated=cut_arguments or cut_result,
+    )
+
+
+# Where a dialect's tool spans keep ``(call id, arguments, result)``: the first present key of each.
+ToolKeys = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+
+
+def keyed_tool_call(
+    view: SpanView,
+    attrs: Mapping[str, Any],
+    dialect: str,
+    name: str,
+    max_chars: int,
+    keys: ToolKeys,
+    *,
+    failed: bool = False,
+    error_message: str | None = None,
+) -> ToolCall:
+    call_id, arguments, result = (first(attrs, where) for where in keys)
+    return tool_call(
+        view,
+        attrs,
+        dialect,
+        name,
+        max_chars,
+        call_id=call_id,
+        arguments=arguments,
+        result=result,
+        failed=failed,
+        error_message=error_message,
     )
 
 

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects import semconv
-from otel_traj.dialects._base import as_str, first, loads, str_tuple, suffix
+from otel_traj.dialects._base import as_str, loads, suffix
 from otel_traj.dialects._messages import assistant_output, last_user_text
-from otel_traj.dialects._steps import model_call, tool_call
+from otel_traj.dialects._steps import tool_call
 from otel_traj.dialects._usage import usage, usage_from_json
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, ToolCall
+from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 
 DIALECT = "adk"
 TOOL_ARGS = "gcp.vertex.agent.tool_call_args"
@@ -59,27 +59,17 @@ def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Mod
     response = loads(attrs.get("gcp.vertex.agent.llm_response"))
     contents = request.get("contents") if isinstance(request, Mapping) else None
     input_text = last_user_text(contents, max_chars) if isinstance(contents, list) else None
-    output_text = requested = None
+    output_text: str | None = None
+    requested: tuple[RequestedTool, ...] = ()
+    reasons: tuple[str, ...] = ()
     counted = usage(attrs)
-    reasons = str_tuple(attrs.get("gen_ai.response.finish_reasons"))
     if isinstance(response, Mapping):
         content = response.get("content")
         if isinstance(content, Mapping):
             output_text, requested, _ = assistant_output([content], max_chars)
         if counted.input is None and counted.output is None:
             counted = usage_from_json(response.get("usage_metadata"))
-        if not reasons and isinstance(response.get("finish_reason"), str):
+        if isinstance(response.get("finish_reason"), str):
             reasons = (response["finish_reason"].lower(),)
-    return model_call(
-        view,
-        attrs,
-        DIALECT,
-        max_chars,
-        model=first(attrs, ("gen_ai.response.model", "gen_ai.request.model")),
-        provider=first(attrs, ("gen_ai.provider.name", "gen_ai.system")),
-        usage=counted,
-        finish_reasons=reasons,
-        requested=requested or (),
-        input_text=input_text,
-        output_text=output_text,
-    )
+    found = (input_text, output_text, requested, reasons)
+    return semconv.model_step(view, attrs, DIALECT, max_chars, found, counted=counted)

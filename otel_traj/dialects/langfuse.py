@@ -20,7 +20,7 @@ from otel_traj.dialects._messages import (
     last_assistant_text,
     last_user_text,
 )
-from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
+from otel_traj.dialects._steps import Parser, agent_run, model_call, tool_call, unwrap_arguments
 from otel_traj.dialects._usage import NO_USAGE, usage_from_json
 from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
@@ -29,18 +29,6 @@ DIALECT = "langfuse"
 _INPUT = "langfuse.observation.input"
 _OUTPUT = "langfuse.observation.output"
 _SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
-
-
-def parse(
-    view: SpanView, attrs: Mapping[str, Any], kind: Any, max_chars: int
-) -> ToolCall | ModelCall | AgentRun | None:
-    if kind == "tool":
-        return parse_tool(view, attrs, max_chars)
-    if kind == "generation":
-        return parse_generation(view, attrs, max_chars)
-    if kind == "agent":
-        return parse_agent(view, attrs, max_chars)
-    return None
 
 
 def _failed(attrs: Mapping[str, Any]) -> bool:
@@ -127,3 +115,6 @@ def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Age
         output_text=output,
         usage=NO_USAGE,
     )
+
+
+PARSERS: dict[str, Parser] = {"tool": parse_tool, "generation": parse_generation, "agent": parse_agent}

@@ -16,7 +16,7 @@ from typing import Any
 from otel_traj.dialects import semconv
 from otel_traj.dialects._base import as_int, as_str, first, loads
 from otel_traj.dialects._messages import as_messages, assistant_output, last_user_text
-from otel_traj.dialects._steps import agent_run, model_call, tool_call
+from otel_traj.dialects._steps import ToolKeys, agent_run, keyed_tool_call, model_call
 from otel_traj.dialects._usage import usage, usage_from_json
 from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
@@ -27,6 +27,8 @@ AGENT_TEMPLATE = "Agent run: {name!r}"
 MODEL_TEMPLATES = ("Chat completion with", "Responses API")
 TEMPLATES = (TOOL_TEMPLATE, AGENT_TEMPLATE, *MODEL_TEMPLATES)
 _ERROR_LEVEL = 17
+# The SDK's function spans carry no call id.
+_TOOL_KEYS: ToolKeys = ((), ("input",), ("output",))
 
 
 def parse(
@@ -57,14 +59,13 @@ def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Tool
         return None
     error = attrs.get("error")
     level = as_int(attrs.get("logfire.level_num"))
-    return tool_call(
+    return keyed_tool_call(
         view,
         attrs,
         DIALECT,
         name,
         max_chars,
-        arguments=attrs.get("input"),
-        result=attrs.get("output"),
+        _TOOL_KEYS,
         failed=error is not None or (level is not None and level >= _ERROR_LEVEL),
         error_message=_error_message(error) if error is not None else None,
     )

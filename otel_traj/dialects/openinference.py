@@ -23,25 +23,13 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._steps import agent_run, model_call, tool_call
+from otel_traj.dialects._steps import Parser, agent_run, model_call, tool_call
 from otel_traj.dialects._usage import usage
 from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 
 DIALECT = "openinference"
 _FLAT_CALL_KEYS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
-
-
-def parse(
-    view: SpanView, attrs: Mapping[str, Any], kind: Any, max_chars: int
-) -> ToolCall | ModelCall | AgentRun | None:
-    if kind == "TOOL":
-        return parse_tool(view, attrs, max_chars)
-    if kind == "LLM":
-        return parse_model(view, attrs, max_chars)
-    if kind == "AGENT":
-        return parse_agent(view, attrs, max_chars)
-    return None
 
 
 def _tool_message(output: Any, max_chars: int) -> tuple[Any, Any]:
@@ -159,3 +147,6 @@ def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Age
         output_text=output_text,
         usage=usage(attrs),
     )
+
+
+PARSERS: dict[str, Parser] = {"TOOL": parse_tool, "LLM": parse_model, "AGENT": parse_agent}

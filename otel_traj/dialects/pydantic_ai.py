@@ -16,7 +16,7 @@ from typing import Any
 from otel_traj.dialects import semconv
 from otel_traj.dialects._base import as_str, first, loads
 from otel_traj.dialects._messages import content_text, last_user_text_in
-from otel_traj.dialects._steps import agent_run, tool_call
+from otel_traj.dialects._steps import ToolKeys, agent_run, keyed_tool_call
 from otel_traj.dialects._usage import agent_usage
 from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
@@ -29,6 +29,12 @@ MARKERS = (
     "pydantic_ai.all_messages",
     "all_messages_events",
     "final_result",
+)
+
+_TOOL_KEYS: ToolKeys = (
+    ("gen_ai.tool.call.id",),
+    ("tool_arguments", "gen_ai.tool.call.arguments"),
+    ("tool_response", "gen_ai.tool.call.result"),
 )
 
 
@@ -47,16 +53,7 @@ def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Tool
     name = as_str(attrs.get("gen_ai.tool.name")) or as_str(attrs.get("tool_name"))
     if name is None:
         return None
-    return tool_call(
-        view,
-        attrs,
-        DIALECT,
-        name,
-        max_chars,
-        call_id=attrs.get("gen_ai.tool.call.id"),
-        arguments=first(attrs, ("tool_arguments", "gen_ai.tool.call.arguments")),
-        result=first(attrs, ("tool_response", "gen_ai.tool.call.result")),
-    )
+    return keyed_tool_call(view, attrs, DIALECT, name, max_chars, _TOOL_KEYS)
 
 
 def _input_from_events(value: Any, max_chars: int) -> str | None:

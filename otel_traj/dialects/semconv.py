@@ -21,14 +21,19 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._steps import agent_run, model_call, tool_call
-from otel_traj.dialects._usage import agent_usage, usage
+from otel_traj.dialects._steps import Parser, agent_run, model_call, tool_call
+from otel_traj.dialects._usage import Usage, agent_usage, usage
 from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 
 DIALECT = "semconv"
 MODEL_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
+
+MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model")
+PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system")
+# ``(last user text, assistant text, requested tools, finish reasons)`` of a model span.
+Messages = tuple[str | None, str | None, tuple[RequestedTool, ...], tuple[str, ...]]
 
 _ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "tool_arguments")
 _RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response")
@@ -38,19 +43,7 @@ _STRANDS_TEXT_BLOCKS = '[{"text": '
 
 
 def _is_strands(attrs: Mapping[str, Any]) -> bool:
-    return bool(first(attrs, ("gen_ai.provider.name", "gen_ai.system")) == "strands-agents")
-
-
-def parse(
-    view: SpanView, attrs: Mapping[str, Any], operation: str, max_chars: int, dialect: str = DIALECT
-) -> ToolCall | ModelCall | AgentRun | None:
-    if operation == "execute_tool":
-        return parse_tool(view, attrs, max_chars, dialect)
-    if operation in MODEL_OPERATIONS:
-        return parse_model(view, attrs, max_chars, dialect)
-    if operation in AGENT_OPERATIONS:
-        return parse_agent(view, attrs, max_chars, dialect)
-    return None
+    return bool(first(attrs, PROVIDER_KEYS) == "strands-agents")
 
 
 def _details(view: SpanView) -> Mapping[str, Any] | None:
@@ -100,29 +93,43 @@ def _tool_events(view: SpanView) -> tuple[Any, Any]:
 def parse_model(
     view: SpanView, attrs: Mapping[str, Any], max_chars: int, dialect: str = DIALECT
 ) -> ModelCall:
-    model = first(attrs, ("gen_ai.response.model", "gen_ai.request.model"))
+    model = first(attrs, MODEL_KEYS)
     if model is None:
         model = suffix(view.name, "chat ") or suffix(view.name, "generate_content ")
-    input_text, output_text, requested, reasons = messages(view, attrs, max_chars)
-    finish = str_tuple(attrs.get("gen_ai.response.finish_reasons")) or reasons
+    return model_step(view, attrs, dialect, max_chars, messages(view, attrs, max_chars), model)
+
+
+def model_step(
+    view: SpanView,
+    attrs: Mapping[str, Any],
+    dialect: str,
+    max_chars: int,
+    found: Messages,
+    model: Any = None,
+    counted: Usage | None = None,
+) -> ModelCall:
+    """A model call whose model, provider, usage and finish reasons are the GenAI semconv attributes.
+
+    ``found`` is what the dialect read from the messages; the span's own finish reasons win over
+    theirs, and ``model`` / ``counted`` replace the attributes when given.
+    """
+    input_text, output_text, requested, reasons = found
     return model_call(
         view,
         attrs,
         dialect,
         max_chars,
-        model=model,
-        provider=first(attrs, ("gen_ai.provider.name", "gen_ai.system")),
-        usage=usage(attrs),
-        finish_reasons=finish,
+        model=first(attrs, MODEL_KEYS) if model is None else model,
+        provider=first(attrs, PROVIDER_KEYS),
+        usage=usage(attrs) if counted is None else counted,
+        finish_reasons=str_tuple(attrs.get("gen_ai.response.finish_reasons")) or reasons,
         requested=requested,
         input_text=input_text,
         output_text=output_text,
     )
 
 
-def messages(
-    view: SpanView, attrs: Mapping[str, Any], max_chars: int
-) -> tuple[str | None, str | None, tuple[RequestedTool, ...], tuple[str, ...]]:
+def messages(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Messages:
     """``(last user text, assistant text, requested tools, finish reasons)`` of a model span."""
     source: Mapping[str, Any] = attrs
     if "gen_ai.input.messages" not in attrs and "gen_ai.output.messages" not in attrs and view.events:
@@ -137,9 +144,7 @@ def messages(
     return input_text, output_text, requested, reasons
 
 
-def _from_message_events(
-    view: SpanView, max_chars: int
-) -> tuple[str | None, str | None, tuple[RequestedTool, ...], tuple[str, ...]]:
+def _from_message_events(view: SpanView, max_chars: int) -> Messages:
     user_text: str | None = None
     outputs: list[Any] = []
     reasons: list[str] = []
@@ -183,3 +188,10 @@ def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int, dialec
         output_text=output_text if output_text is not None else attrs.get("final_result"),
         usage=agent_usage(attrs),
     )
+
+
+PARSERS: dict[str, Parser] = {
+    "execute_tool": parse_tool,
+    **dict.fromkeys(MODEL_OPERATIONS, parse_model),
+    **dict.fromkeys(AGENT_OPERATIONS, parse_agent),
+}

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects import semconv
-from otel_traj.dialects._base import PARSE_LIMIT, as_str, clip_text, first, loads, str_tuple, suffix
+from otel_traj.dialects._base import PARSE_LIMIT, as_str, clip_text, first, loads, suffix
 from otel_traj.dialects._messages import (
     MAX_MESSAGES,
     content_text,
@@ -23,27 +23,13 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
-from otel_traj.dialects._usage import agent_usage, usage
+from otel_traj.dialects._steps import Parser, agent_run, tool_call, unwrap_arguments
+from otel_traj.dialects._usage import agent_usage
 from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 
 DIALECT = "traceloop"
-_AGENT_KINDS = frozenset({"workflow", "agent"})
-_MODEL_REQUESTS = frozenset({"chat", "completion"})
 _INDEXED_CALL_KEYS = ("name", "id", "arguments")
-
-
-def parse(
-    view: SpanView, attrs: Mapping[str, Any], kind: Any, max_chars: int
-) -> ToolCall | ModelCall | AgentRun | None:
-    if kind == "tool":
-        return parse_tool(view, attrs, max_chars)
-    if kind in _AGENT_KINDS:
-        return parse_agent(view, attrs, max_chars)
-    if kind is None and attrs.get("llm.request.type") in _MODEL_REQUESTS:
-        return parse_model(view, attrs, max_chars)
-    return None
 
 
 def _python_literal(text: str, max_chars: int) -> Any:
@@ -179,16 +165,9 @@ def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Mod
     output_text, requested, reasons = _indexed_completion(attrs, max_chars)
     if input_text is None and "gen_ai.prompt" in attrs:
         input_text = last_user_text_in(attrs.get("gen_ai.prompt"), max_chars)
-    return model_call(
-        view,
-        attrs,
-        DIALECT,
-        max_chars,
-        model=first(attrs, ("gen_ai.response.model", "gen_ai.request.model")),
-        provider=first(attrs, ("gen_ai.provider.name", "gen_ai.system")),
-        usage=usage(attrs),
-        finish_reasons=str_tuple(attrs.get("gen_ai.response.finish_reasons")) or reasons,
-        requested=requested,
-        input_text=input_text,
-        output_text=output_text,
-    )
+    return semconv.model_step(view, attrs, DIALECT, max_chars, (input_text, output_text, requested, reasons))
+
+
+PARSERS: dict[str, Parser] = {"tool": parse_tool, "workflow": parse_agent, "agent": parse_agent}
+# Older LLM spans have no span kind, only ``llm.request.type``.
+REQUEST_PARSERS: dict[str, Parser] = {"chat": parse_model, "completion": parse_model}

@@ -15,46 +15,22 @@ from typing import Any
 
 from otel_traj.dialects._base import as_str, clip_text, first, loads, str_tuple
 from otel_traj.dialects._messages import as_messages, content_text, last_user_text, last_user_text_in
-from otel_traj.dialects._steps import agent_run, model_call, tool_call
+from otel_traj.dialects._steps import Parser, ToolKeys, agent_run, keyed_tool_call, model_call
 from otel_traj.dialects._usage import usage
 from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 
 DIALECT = "vercel"
-_MODEL_OPERATIONS = frozenset(
-    {
-        "ai.generateText.doGenerate",
-        "ai.streamText.doStream",
-        "ai.generateObject.doGenerate",
-        "ai.streamObject.doStream",
-    }
+_TOOL_KEYS: ToolKeys = (
+    ("ai.toolCall.id", "gen_ai.tool.call.id"),
+    ("ai.toolCall.args", "ai.toolCall.input", "gen_ai.tool.call.arguments"),
+    ("ai.toolCall.result", "ai.toolCall.output", "gen_ai.tool.call.result"),
 )
-_AGENT_OPERATIONS = frozenset({"ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject"})
-
-
-def parse(
-    view: SpanView, attrs: Mapping[str, Any], operation: Any, max_chars: int
-) -> ToolCall | ModelCall | AgentRun | None:
-    if operation == "ai.toolCall":
-        return parse_tool(view, attrs, max_chars)
-    if operation in _MODEL_OPERATIONS:
-        return parse_model(view, attrs, max_chars)
-    if operation in _AGENT_OPERATIONS:
-        return parse_agent(view, attrs, max_chars)
-    return None
 
 
 def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolCall:
-    return tool_call(
-        view,
-        attrs,
-        DIALECT,
-        as_str(first(attrs, ("ai.toolCall.name", "gen_ai.tool.name"))) or "unknown",
-        max_chars,
-        call_id=first(attrs, ("ai.toolCall.id", "gen_ai.tool.call.id")),
-        arguments=first(attrs, ("ai.toolCall.args", "ai.toolCall.input", "gen_ai.tool.call.arguments")),
-        result=first(attrs, ("ai.toolCall.result", "ai.toolCall.output", "gen_ai.tool.call.result")),
-    )
+    name = as_str(first(attrs, ("ai.toolCall.name", "gen_ai.tool.name"))) or "unknown"
+    return keyed_tool_call(view, attrs, DIALECT, name, max_chars, _TOOL_KEYS)
 
 
 def _tool_calls(value: Any, max_chars: int) -> tuple[RequestedTool, ...]:
@@ -117,3 +93,18 @@ def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Age
         output_text=first(attrs, ("ai.response.text", "ai.result.text")),
         usage=usage(attrs),
     )
+
+
+PARSERS: dict[str, Parser] = {
+    "ai.toolCall": parse_tool,
+    # The provider calls: one model call each.
+    "ai.generateText.doGenerate": parse_model,
+    "ai.streamText.doStream": parse_model,
+    "ai.generateObject.doGenerate": parse_model,
+    "ai.streamObject.doStream": parse_model,
+    # The calls of the application, whose usage sums their steps'.
+    "ai.generateText": parse_agent,
+    "ai.streamText": parse_agent,
+    "ai.generateObject": parse_agent,
+    "ai.streamObject": parse_agent,
+}
