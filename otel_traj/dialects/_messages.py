@@ -258,16 +258,10 @@ def _tool_calls(message: Mapping[str, Any], found: list[RequestedTool], max_char
     if not isinstance(blocks, list):
         blocks = message.get("content")
     if isinstance(blocks, list):
-        for block in blocks:
-            call = _block_call(block, max_chars)
-            if call:
-                found.append(call)
+        found += filter(None, (_block_call(block, max_chars) for block in blocks))
     calls = message.get("tool_calls")
     if isinstance(calls, list):
-        for item in calls:
-            call = openai_tool_call(item, max_chars)
-            if call:
-                found.append(call)
+        found += filter(None, (openai_tool_call(call, max_chars) for call in calls))
 
 
 def assistant_output(

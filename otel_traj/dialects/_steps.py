@@ -16,13 +16,17 @@ UNWRAP_LIMIT = 64 * 1024
 Parser = Callable[[SpanView, Mapping[str, Any], int], Step | None]
 
 
+def _placed(view: SpanView) -> tuple[int, int | None, int, int]:
+    """``(span_id, parent_id, start_ns, end_ns)``: the leading fields of every step."""
+    return view.span_id, view.parent_id, view.start_ns, view.end_ns
+
+
 def tool_call(
     view: SpanView,
     attrs: Mapping[str, Any],
     dialect: str,
     name: str,
     max_chars: int,
-    *,
     call_id: Any = None,
     arguments: Any = None,
     result: Any = None,
@@ -40,11 +44,8 @@ def tool_call(
         arguments_text, cut_arguments = clip(arguments, max_chars)
     result_text, cut_result = clip(result, max_chars)
     return ToolCall(
-        name=clip_text(name, max_chars) or name,
-        span_id=view.span_id,
-        parent_id=view.parent_id,
-        start_ns=view.start_ns,
-        end_ns=view.end_ns,
+        clip_text(name, max_chars) or name,
+        *_placed(view),
         call_id=as_str(call_id),
         arguments=structured,
         arguments_text=arguments_text,
@@ -73,19 +74,8 @@ def keyed_tool_call(
     failed: bool = False,
     error_message: str | None = None,
 ) -> ToolCall:
-    call_id, arguments, result = (first(attrs, where) for where in keys)
-    return tool_call(
-        view,
-        attrs,
-        dialect,
-        name,
-        max_chars,
-        call_id=call_id,
-        arguments=arguments,
-        result=result,
-        failed=failed,
-        error_message=error_message,
-    )
+    found = (first(attrs, where) for where in keys)
+    return tool_call(view, attrs, dialect, name, max_chars, *found, failed, error_message)
 
 
 def _text(value: Any, max_chars: int) -> str | None:
@@ -110,10 +100,7 @@ def model_call(
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
     return ModelCall(
-        span_id=view.span_id,
-        parent_id=view.parent_id,
-        start_ns=view.start_ns,
-        end_ns=view.end_ns,
+        *_placed(view),
         model=as_str(model),
         provider=as_str(provider),
         input_tokens=usage.input,
@@ -145,10 +132,7 @@ def agent_run(
 ) -> AgentRun:
     ok, error_type, _ = span_error(view, attrs)
     return AgentRun(
-        span_id=view.span_id,
-        parent_id=view.parent_id,
-        start_ns=view.start_ns,
-        end_ns=view.end_ns,
+        *_placed(view),
         agent_name=clip_text(as_str(name), max_chars),
         conversation_id=as_str(conversation_id),
         input_text=_text(input_text, max_chars),
