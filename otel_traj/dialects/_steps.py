@@ -74,8 +74,9 @@ def keyed_tool_call(
     failed: bool = False,
     error_message: str | None = None,
 ) -> ToolCall:
-    found = (first(attrs, where) for where in keys)
-    return tool_call(view, attrs, dialect, name, max_chars, *found, failed, error_message)
+    ids, arguments, results = keys
+    call_id, found, result = first(attrs, ids), first(attrs, arguments), first(attrs, results)
+    return tool_call(view, attrs, dialect, name, max_chars, call_id, found, result, failed, error_message)
 
 
 def _text(value: Any, max_chars: int) -> str | None:
