@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from otel_traj.config import AssemblerConfig
@@ -41,11 +41,25 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--retry-after",
+        dest="retry_after_s",
+        metavar="RETRY_AFTER",
         type=float,
         help="seconds an overloaded receiver asks for (env OTEL_TRAJ_RETRY_AFTER_S)",
     )
-    parser.add_argument("--grace", type=float, help="seconds to wait after a trace looks complete")
-    parser.add_argument("--ttl", type=float, help="seconds before an unfinished trace is graded incomplete")
+    parser.add_argument(
+        "--grace",
+        dest="grace_s",
+        metavar="GRACE",
+        type=float,
+        help="seconds to wait after a trace looks complete",
+    )
+    parser.add_argument(
+        "--ttl",
+        dest="ttl_s",
+        metavar="TTL",
+        type=float,
+        help="seconds before an unfinished trace is graded incomplete",
+    )
     parser.add_argument("--max-traces", type=int, help="traces held before requests are refused (retryable)")
     parser.add_argument("--max-steps", type=int, help="steps kept per trace")
     parser.add_argument("--store-queue", type=int, help="verdicts waiting for the store writer")
@@ -53,28 +67,16 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _given(**options: Any) -> dict[str, Any]:
-    """The options set on the command line; an unset flag is None and leaves its default alone."""
-    return {key: value for key, value in options.items() if value is not None}
+def _given(settings: type[ServeSettings | AssemblerConfig], args: argparse.Namespace) -> dict[str, Any]:
+    """The fields of ``settings`` set on the command line: a flag's dest is its field's name, and an
+    unset flag is None and leaves the field's default (environment variable) alone."""
+    values = ((f.name, getattr(args, f.name, None)) for f in fields(settings))
+    return {name: value for name, value in values if value is not None}
 
 
 def settings_from_args(args: argparse.Namespace) -> ServeSettings:
-    assembler = _given(
-        grace_s=args.grace, ttl_s=args.ttl, max_traces=args.max_traces, max_steps=args.max_steps
-    )
-    overrides = _given(
-        policy=args.policy,
-        host=args.host,
-        grpc_port=args.grpc_port,
-        http_port=args.http_port,
-        metrics_port=args.metrics_port,
-        store=args.store,
-        auth_token=args.auth_token,
-        max_request_bytes=args.max_request_bytes,
-        retry_after_s=args.retry_after,
-        store_queue=args.store_queue,
-    )
-    return ServeSettings(assembler=replace(AssemblerConfig(), **assembler), **overrides)
+    assembler = replace(AssemblerConfig(), **_given(AssemblerConfig, args))
+    return ServeSettings(assembler=assembler, **_given(ServeSettings, args))
 
 
 def run(args: argparse.Namespace) -> int:
