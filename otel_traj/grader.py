@@ -32,19 +32,21 @@ from otel_traj.checks import (
     check_side_effects,
     check_tools,
 )
+from otel_traj.checks.base import ArgsKey, args_keys
 from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Outcome, Severity, Verdict
 
-Check = Callable[[Trajectory], CheckResult]
+# Checks that compare argument keys; ``grade`` computes the keys once and hands them to each.
+_KEYED: frozenset[Callable[..., CheckResult]] = frozenset({check_repeats, check_recovery, check_side_effects})
 
 SEVERITY_WEIGHTS: dict[Severity, float] = {"critical": 4.0, "error": 2.0, "warning": 1.0, "info": 0.5}
 
 
-def plan_checks(policy: AgentPolicy) -> list[Check]:
+def plan_checks(policy: AgentPolicy) -> list[partial[CheckResult]]:
     """The checks an agent's policy configures, bound to their sections (a section left out = no check)."""
     sev = policy.severity
-    checks: list[Check] = []
+    checks: list[partial[CheckResult]] = []
     if policy.order:
         checks.append(partial(check_order, rules=policy.order, severity=sev.order))
     if policy.scope is not None and policy.scope.arguments:
@@ -105,17 +107,26 @@ class Grader:
 
     def __init__(self, policy: Policy | None = None) -> None:
         self.policy = policy if policy is not None else Policy(PolicyFile())
-        self._plans: dict[int, tuple[AgentPolicy, list[Check]]] = {}
+        self._plans: dict[int, tuple[AgentPolicy, list[tuple[partial[CheckResult], bool]]]] = {}
 
-    def _plan(self, agent_policy: AgentPolicy) -> list[Check]:
+    def _plan(self, agent_policy: AgentPolicy) -> list[tuple[partial[CheckResult], bool]]:
+        """The planned checks, each with whether it takes the argument keys."""
         entry = self._plans.get(id(agent_policy))
         if entry is None or entry[0] is not agent_policy:
-            entry = (agent_policy, plan_checks(agent_policy))
+            entry = (agent_policy, [(check, check.func in _KEYED) for check in plan_checks(agent_policy)])
             self._plans[id(agent_policy)] = entry
         return entry[1]
 
     def grade(self, trajectory: Trajectory) -> Verdict:
-        checks = [check(trajectory) for check in self._plan(self.policy.resolve(trajectory))]
+        checks: list[CheckResult] = []
+        keys: list[ArgsKey | None] | None = None
+        for check, keyed in self._plan(self.policy.resolve(trajectory)):
+            if not keyed:
+                checks.append(check(trajectory))
+                continue
+            if keys is None:
+                keys = args_keys(trajectory.tool_calls)
+            checks.append(check(trajectory, keys=keys))
         return Verdict(
             trajectory=trajectory,
             checks=checks,

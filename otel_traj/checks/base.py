@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from otel_traj.steps import ToolCall, span_hex
@@ -25,11 +25,15 @@ def succeeded(call: ToolCall) -> bool:
     return call.ok and call.observed
 
 
+# Values that freeze to themselves: most arguments are flat objects of these.
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def _freeze(value: Any) -> Any:
     # 199, 199.0 and "199" are different JSON but the same request; only int/float are unified so
     # that an argument typed differently by the model still counts as a different call.
     if isinstance(value, dict):
-        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
+        return tuple(sorted((str(k), v if type(v) in _PLAIN else _freeze(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, float) and value.is_integer():
@@ -44,6 +48,23 @@ def args_key(call: ToolCall) -> ArgsKey | None:
     if call.arguments_text is not None:
         return ("text", call.arguments_text.strip())
     return None
+
+
+def args_keys(calls: Sequence[ToolCall]) -> list[ArgsKey | None]:
+    """``args_key`` of every call, in order: computed once per trajectory, shared by the checks."""
+    return [args_key(call) for call in calls]
+
+
+def proven(calls: Iterable[ToolCall]) -> bool | None:
+    """True when one of ``calls`` succeeded; ``None`` when none did but one has no span to tell."""
+    unknown = False
+    for call in calls:
+        if call.observed:
+            if call.ok:
+                return True
+        else:
+            unknown = True
+    return None if unknown else False
 
 
 def render_args(call: ToolCall, limit: int = 60) -> str:
@@ -73,6 +94,9 @@ def one_line(parts: list[str], limit: int = 3) -> str:
 
 def _line(reason: str) -> str:
     # Reasons quote argument values and error messages, which may hold line breaks of their own.
+    # Every whitespace character but the space is unprintable, so most reasons skip the split.
+    if reason.isprintable() and "  " not in reason and reason[:1] != " " and reason[-1:] != " ":
+        return reason
     return " ".join(reason.split())
 
 

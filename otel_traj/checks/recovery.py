@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from otel_traj.checks.base import (
     ArgsKey,
     args_key,
@@ -22,14 +24,14 @@ from otel_traj.verdict import CheckResult, Severity
 NAME = "recovery"
 
 
-def _failing_runs(calls: list[ToolCall]) -> list[list[ToolCall]]:
+def _failing_runs(calls: list[tuple[ToolCall, ArgsKey | None]]) -> list[list[ToolCall]]:
     """Maximal runs of consecutive identical failing calls (nothing new tried in between)."""
     runs: list[list[ToolCall]] = []
     current: list[ToolCall] = []
     current_key: ArgsKey | None = None
-    for call in calls:
-        # Only failures can form a run, so successful calls never pay for an argument key.
-        key = None if call.ok else args_key(call)
+    for call, key in calls:
+        if call.ok:
+            key = None  # only failures form a run
         if key is not None and current and current[-1].name == call.name and key == current_key:
             current.append(call)
             continue
@@ -42,18 +44,26 @@ def _failing_runs(calls: list[ToolCall]) -> list[list[ToolCall]]:
 
 
 def check_recovery(
-    traj: Trajectory, recovery: Recovery, max_retries: int, severity: Severity = "error"
+    traj: Trajectory,
+    recovery: Recovery,
+    max_retries: int,
+    severity: Severity = "error",
+    keys: Sequence[ArgsKey | None] | None = None,
 ) -> CheckResult:
-    calls = [c for c in traj.tool_calls if c.observed]
+    """``keys``: ``args_keys(traj.tool_calls)`` when the caller has them already."""
+    if keys is None:
+        # Only failures can form a run, so successful calls never pay for an argument key.
+        keys = [None if c.ok else args_key(c) for c in traj.tool_calls]
+    keyed = [(c, key) for c, key in zip(traj.tool_calls, keys, strict=True) if c.observed]
     problems: list[str] = []
     steps: list[str] = []
-    for run in _failing_runs(calls):
+    for run in _failing_runs(keyed):
         if len(run) - 1 > max_retries:
             problems.append(f"{label(run[0])} failed {len(run)} times in a row, max retries {max_retries}")
             steps.extend(step_ids(run[max_retries + 1 :]))
     unacknowledged = None
-    if calls and not calls[-1].ok:
-        last = calls[-1]
+    if keyed and not keyed[-1][0].ok:
+        last = keyed[-1][0]
         error = last.error_type or last.error_message or "error"
         if traj.final_answer is None:
             unacknowledged = f"run ended after {last.name} failed ({error}); final answer not captured"
@@ -64,5 +74,5 @@ def check_recovery(
         return failed(NAME, severity, one_line(problems), tuple(steps))
     if unacknowledged is not None:
         return skipped(NAME, severity, unacknowledged)
-    errors = sum(1 for c in calls if not c.ok)
+    errors = sum(1 for c, _ in keyed if not c.ok)
     return passed(NAME, severity, f"{count(errors, 'tool error')}, none retried blindly or left unresolved")

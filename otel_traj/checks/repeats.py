@@ -5,10 +5,12 @@ An identical call right after a failed one is a retry (judged by ``recovery``), 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from otel_traj.checks.base import (
     NOT_CAPTURED,
     ArgsKey,
-    args_key,
+    args_keys,
     failed,
     label,
     one_line,
@@ -24,21 +26,28 @@ from otel_traj.verdict import CheckResult, Severity
 NAME = "repeats"
 
 
-def check_repeats(traj: Trajectory, repeats: Repeats, severity: Severity = "warning") -> CheckResult:
+def check_repeats(
+    traj: Trajectory,
+    repeats: Repeats,
+    severity: Severity = "warning",
+    keys: Sequence[ArgsKey | None] | None = None,
+) -> CheckResult:
+    """``keys``: ``args_keys(traj.tool_calls)`` when the caller has them already."""
+    calls = traj.tool_calls
     exempt = frozenset(repeats.exempt)
     seen: dict[tuple[str, ArgsKey], list[ToolCall]] = {}
     not_captured = 0
-    previous: tuple[str, ArgsKey | None, bool] | None = None
-    for call in traj.tool_calls:
-        key = args_key(call)
+    previous: ToolCall | None = None
+    previous_key: ArgsKey | None = None
+    for call, key in zip(calls, args_keys(calls) if keys is None else keys, strict=True):
         retry = (
             repeats.retry_after_error
             and previous is not None
-            and previous[0] == call.name
-            and previous[1] == key
-            and not previous[2]
+            and previous.name == call.name
+            and previous_key == key
+            and not previous.ok
         )
-        previous = (call.name, key, call.ok)
+        previous, previous_key = call, key
         if call.name in exempt:
             continue
         if key is None:
@@ -48,10 +57,10 @@ def check_repeats(traj: Trajectory, repeats: Repeats, severity: Severity = "warn
             seen.setdefault((call.name, key), []).append(call)
     problems: list[str] = []
     steps: list[str] = []
-    for calls in seen.values():
-        if len(calls) > repeats.max_identical:
-            problems.append(f"{label(calls[0])} called {len(calls)} times, max {repeats.max_identical}")
-            steps.extend(step_id(c) for c in calls[repeats.max_identical :])
+    for same in seen.values():
+        if len(same) > repeats.max_identical:
+            problems.append(f"{label(same[0])} called {len(same)} times, max {repeats.max_identical}")
+            steps.extend(step_id(c) for c in same[repeats.max_identical :])
     if problems:
         return failed(NAME, severity, one_line(problems), tuple(steps))
     if not seen and not_captured:

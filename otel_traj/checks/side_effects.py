@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from otel_traj.checks.base import (
@@ -43,20 +44,27 @@ def _rekeyed(earlier: dict[str, Any], later: dict[str, Any], key: str) -> bool:
     return {k: v for k, v in earlier.items() if k != key} == {k: v for k, v in later.items() if k != key}
 
 
-def check_side_effects(traj: Trajectory, tools: Tools, severity: Severity = "critical") -> CheckResult:
-    writers = {name: c for name, c in tools.contracts.items() if c.side_effect}
+def check_side_effects(
+    traj: Trajectory,
+    tools: Tools,
+    severity: Severity = "critical",
+    keys: Sequence[ArgsKey | None] | None = None,
+) -> CheckResult:
+    """``keys``: ``args_keys(traj.tool_calls)`` when the caller has them already."""
+    contracts = tools.contracts
     successes: dict[tuple[str, ArgsKey], list[ToolCall]] = {}
     history: dict[str, list[dict[str, Any]]] = {}
     problems: list[str] = []
     steps: list[str] = []
     writes = 0
     not_captured = 0
-    for call in traj.tool_calls:
-        contract = writers.get(call.name)
-        if contract is None or not call.observed:
+    calls = traj.tool_calls
+    for index, call in enumerate(calls):
+        contract = contracts.get(call.name)
+        if contract is None or not contract.side_effect or not call.observed:
             continue
         writes += 1
-        key = args_key(call)
+        key = args_key(call) if keys is None else keys[index]
         if key is None:
             not_captured += 1
             continue
