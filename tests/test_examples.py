@@ -7,17 +7,10 @@ skipped with the package it needs.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from examples._scenario import EXPECTED_PATH
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.example_runs import missing_modules, run_module
 
 # example module -> the packages it imports
 EXAMPLES = {
@@ -29,32 +22,12 @@ EXAMPLES = {
 }
 
 
-def _missing(modules: tuple[str, ...]) -> list[str]:
-    missing = []
-    for name in modules:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except ModuleNotFoundError:
-            found = False
-        if not found:
-            missing.append(name)
-    return missing
-
-
 @pytest.mark.parametrize("example", list(EXAMPLES))
 def test_example_prints_its_verdict(example: str) -> None:
-    missing = _missing(EXAMPLES[example])
+    missing = missing_modules(EXAMPLES[example])
     if missing:
         pytest.skip(f"needs the examples extra: {', '.join(missing)} not installed")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "OPENAI_", "OTEL_"))}
-    proc = subprocess.run(
-        [sys.executable, "-m", f"examples.{example}"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    proc = run_module(f"examples.{example}")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split()[:3] == ["TRACE", "AGENT", "OUTCOME"], proc.stdout
