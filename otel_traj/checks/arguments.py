@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastjsonschema import JsonSchemaValueException
 
-from otel_traj.checks.base import NOT_CAPTURED, count, failed, one_line, passed, skipped, step_id
+from otel_traj.checks.base import NOT_CAPTURED, count, failure, passed, skipped, step_id
 from otel_traj.policy import Tools
 from otel_traj.policy.models import CompiledSchema
 from otel_traj.trajectory import Trajectory
@@ -60,7 +60,7 @@ def check_arguments(traj: Trajectory, tools: Tools, severity: Severity = "error"
             problems.append(_explain(call.name, exc))
             steps.append(step_id(call))
     if problems:
-        return failed(NAME, severity, one_line(problems), tuple(steps))
+        return failure(NAME, severity, problems, steps)
     if not validated and not_captured:
         return skipped(NAME, severity, f"{NOT_CAPTURED} for {not_captured} calls with a schema")
     missing = f" ({NOT_CAPTURED} for {not_captured})" if not_captured else ""

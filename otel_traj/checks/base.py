@@ -9,6 +9,8 @@ from otel_traj.steps import ToolCall, span_hex
 from otel_traj.verdict import CheckResult, Severity
 
 ArgsKey = tuple[str, Any]
+# ``args_key`` of each tool call of a trajectory, in order.
+CallKeys = Sequence[ArgsKey | None]
 NOT_CAPTURED = "arguments not captured"
 
 
@@ -18,11 +20,6 @@ def step_id(call: ToolCall) -> str:
 
 def step_ids(calls: Iterable[ToolCall]) -> tuple[str, ...]:
     return tuple(step_id(c) for c in calls)
-
-
-def succeeded(call: ToolCall) -> bool:
-    """Only an observed span shows a tool actually ran; a requested call's outcome is unknown."""
-    return call.ok and call.observed
 
 
 # Values that freeze to themselves: most arguments are flat objects of these.
@@ -56,7 +53,10 @@ def args_keys(calls: Sequence[ToolCall]) -> list[ArgsKey | None]:
 
 
 def proven(calls: Iterable[ToolCall]) -> bool | None:
-    """True when one of ``calls`` succeeded; ``None`` when none did but one has no span to tell."""
+    """True when one of ``calls`` succeeded; ``None`` when none did but one has no span to tell.
+
+    Only an observed span shows a tool actually ran; a requested call's outcome is unknown.
+    """
     unknown = False
     for call in calls:
         if call.observed:
@@ -106,6 +106,11 @@ def passed(name: str, severity: Severity, reason: str) -> CheckResult:
 
 def failed(name: str, severity: Severity, reason: str, steps: tuple[str, ...] = ()) -> CheckResult:
     return CheckResult(name, "fail", severity, _line(reason), steps)
+
+
+def failure(name: str, severity: Severity, problems: list[str], steps: Iterable[str]) -> CheckResult:
+    """A failed result naming the first problems, with the offending steps."""
+    return failed(name, severity, one_line(problems), tuple(steps))
 
 
 def skipped(name: str, severity: Severity, reason: str) -> CheckResult:

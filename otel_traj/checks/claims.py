@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from otel_traj.checks.base import count, failed, one_line, passed, skipped, step_ids, succeeded
+from otel_traj.checks.base import count, failure, one_line, passed, proven, skipped, step_ids
 from otel_traj.policy import ClaimRule
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Severity
@@ -28,16 +28,17 @@ def check_claims(
             continue
         made += 1
         calls = [c for c in traj.tool_calls if c.name == rule.requires_success]
-        if any(succeeded(c) for c in calls):
+        backed = proven(calls)
+        if backed:
             continue
         claim = " ".join(match.group(0).split())
-        if any(not c.observed for c in calls):
+        if backed is None:
             unknown.append(f"{rule.requires_success} has no span to confirm {claim!r}")
-            continue
-        problems.append(f"answer claims {claim!r} but {rule.requires_success} never succeeded")
-        steps.extend(step_ids(calls))
+        else:
+            problems.append(f"answer claims {claim!r} but {rule.requires_success} never succeeded")
+            steps.extend(step_ids(calls))
     if problems:
-        return failed(NAME, severity, one_line(problems), tuple(steps))
+        return failure(NAME, severity, problems, steps)
     if unknown:
         return skipped(NAME, severity, one_line(unknown))
     if not made:

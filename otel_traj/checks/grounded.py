@@ -11,7 +11,7 @@ from otel_traj.checks.base import (
     NOT_CAPTURED,
     contains_token,
     count,
-    failed,
+    failure,
     one_line,
     passed,
     skipped,
@@ -64,7 +64,7 @@ def check_grounded(traj: Trajectory, tools: Tools, severity: Severity = "error")
                 )
                 steps.append(step_id(call))
     if problems:
-        return failed(NAME, severity, one_line(problems), tuple(steps))
+        return failure(NAME, severity, problems, steps)
     if unknown and not checked:
         return skipped(NAME, severity, one_line(unknown))
     note = f" ({len(unknown)} not checkable)" if unknown else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from otel_traj.checks.base import failed, one_line, passed, skipped, step_id, succeeded
+from otel_traj.checks.base import failure, one_line, passed, proven, skipped, step_id
 from otel_traj.policy import OrderRule
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
@@ -32,16 +32,14 @@ def check_order(traj: Trajectory, rules: Sequence[OrderRule], severity: Severity
             continue
         applied += 1
         first = calls[index]
-        earlier = [c for c in calls[:index] if c.name == rule.before and finished_before(c, first)]
-        if any(succeeded(c) for c in earlier):
-            continue
-        if any(not c.observed for c in earlier):
+        done = proven(c for c in calls[:index] if c.name == rule.before and finished_before(c, first))
+        if done is None:
             unknown.append(f"{rule.before} has no span before {rule.after}")
-            continue
-        problems.append(f"{rule.after} before {rule.before} succeeded")
-        steps.append(step_id(first))
+        elif not done:
+            problems.append(f"{rule.after} before {rule.before} succeeded")
+            steps.append(step_id(first))
     if problems:
-        return failed(NAME, severity, one_line(problems), tuple(steps))
+        return failure(NAME, severity, problems, steps)
     if unknown:
         return skipped(NAME, severity, f"cannot tell success: {one_line(unknown)}")
     if not applied:

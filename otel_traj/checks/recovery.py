@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from otel_traj.checks.base import (
     ArgsKey,
+    CallKeys,
     args_key,
     count,
-    failed,
+    failure,
     label,
-    one_line,
     passed,
     skipped,
     step_id,
@@ -48,7 +46,7 @@ def check_recovery(
     recovery: Recovery,
     max_retries: int,
     severity: Severity = "error",
-    keys: Sequence[ArgsKey | None] | None = None,
+    keys: CallKeys | None = None,
 ) -> CheckResult:
     """``keys``: ``args_keys(traj.tool_calls)`` when the caller has them already."""
     if keys is None:
@@ -71,7 +69,7 @@ def check_recovery(
             problems.append(f"run ended after {last.name} failed ({error}) and the answer does not say so")
             steps.append(step_id(last))
     if problems:
-        return failed(NAME, severity, one_line(problems), tuple(steps))
+        return failure(NAME, severity, problems, steps)
     if unacknowledged is not None:
         return skipped(NAME, severity, unacknowledged)
     errors = sum(1 for c, _ in keyed if not c.ok)

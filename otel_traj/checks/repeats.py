@@ -5,15 +5,13 @@ An identical call right after a failed one is a retry (judged by ``recovery``), 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from otel_traj.checks.base import (
     NOT_CAPTURED,
     ArgsKey,
+    CallKeys,
     args_keys,
-    failed,
+    failure,
     label,
-    one_line,
     passed,
     skipped,
     step_id,
@@ -27,10 +25,7 @@ NAME = "repeats"
 
 
 def check_repeats(
-    traj: Trajectory,
-    repeats: Repeats,
-    severity: Severity = "warning",
-    keys: Sequence[ArgsKey | None] | None = None,
+    traj: Trajectory, repeats: Repeats, severity: Severity = "warning", keys: CallKeys | None = None
 ) -> CheckResult:
     """``keys``: ``args_keys(traj.tool_calls)`` when the caller has them already."""
     calls = traj.tool_calls
@@ -62,7 +57,7 @@ def check_repeats(
             problems.append(f"{label(same[0])} called {len(same)} times, max {repeats.max_identical}")
             steps.extend(step_id(c) for c in same[repeats.max_identical :])
     if problems:
-        return failed(NAME, severity, one_line(problems), tuple(steps))
+        return failure(NAME, severity, problems, steps)
     if not seen and not_captured:
         return skipped(NAME, severity, f"{NOT_CAPTURED} for {not_captured} calls")
     missing = f" ({NOT_CAPTURED} for {not_captured})" if not_captured else ""

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from otel_traj.checks.base import (
     NOT_CAPTURED,
     ArgsKey,
+    CallKeys,
     args_key,
     count,
-    failed,
+    failure,
     label,
-    one_line,
     passed,
     skipped,
     step_id,
@@ -45,10 +44,7 @@ def _rekeyed(earlier: dict[str, Any], later: dict[str, Any], key: str) -> bool:
 
 
 def check_side_effects(
-    traj: Trajectory,
-    tools: Tools,
-    severity: Severity = "critical",
-    keys: Sequence[ArgsKey | None] | None = None,
+    traj: Trajectory, tools: Tools, severity: Severity = "critical", keys: CallKeys | None = None
 ) -> CheckResult:
     """``keys``: ``args_keys(traj.tool_calls)`` when the caller has them already."""
     contracts = tools.contracts
@@ -85,7 +81,7 @@ def check_side_effects(
             problems.append(f"{label(calls[0])} succeeded {len(calls)} times with the same arguments")
             steps.extend(step_id(c) for c in calls[1:])
     if problems:
-        return failed(NAME, severity, one_line(problems), tuple(steps))
+        return failure(NAME, severity, problems, steps)
     if writes and not_captured == writes:
         return skipped(NAME, severity, f"{NOT_CAPTURED} for {writes} side-effecting calls")
     missing = f" ({NOT_CAPTURED} for {not_captured})" if not_captured else ""
