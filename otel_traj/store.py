@@ -128,8 +128,9 @@ def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> Non
     verdicts = list({v.trajectory.trace_id: v for v in verdicts}.values())
     rows = [_row(v) for v in verdicts]
     traces = [(row[0],) for row in rows]
+    # Most checks point at no step: skip the encoder for them (ten checks per verdict add up).
     checks = [
-        (row[0], i, c.name, c.status, c.severity, c.reason, json.dumps(list(c.steps)))
+        (row[0], i, c.name, c.status, c.severity, c.reason, json.dumps(list(c.steps)) if c.steps else "[]")
         for row, verdict in zip(rows, verdicts, strict=True)
         for i, c in enumerate(verdict.checks)
     ]
