@@ -1,7 +1,8 @@
 """Throughput of ``otel-traj serve``: spans per second into graded, stored verdicts, against the same
 payloads only decoded, in the same run; and memory under a flood of distinct traces.
 
-The service runs in this process with the example policy, a SQLite store and the Prometheus sink.
+The service runs in this process with the example policy, a SQLite store and the Prometheus sink,
+under the garbage-collector settings ``otel-traj serve`` applies to its process (``tune_gc``).
 "Decode only" is the same service with admission replaced by a no-op: transport, decompression and
 protobuf decoding to SpanViews are paid, classification, assembly, grading and storage are not. A
 client process (so the client does not share the server's GIL) sends real framework traces
@@ -37,6 +38,7 @@ from otel_traj.adapters.batch import SpanBatch
 from otel_traj.config import AssemblerConfig
 from otel_traj.serve import Accepted, Ingest, ServeSettings, Service
 from otel_traj.serve.codec import decode_protobuf
+from otel_traj.serve.service import tune_gc
 from otel_traj.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -261,6 +263,7 @@ def main() -> None:
     parser.add_argument("--flood-rounds", type=int, default=5)
     args = parser.parse_args()
     bodies, spans = payloads(args.traces, offset=0)
+    tune_gc()
     result: dict[str, Any] = {"traces": args.traces, "spans": spans, "requests": len(bodies)}
     for transport in ("grpc", "http"):
         graded: list[float] = []

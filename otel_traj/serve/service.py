@@ -8,6 +8,7 @@ only waits for signals: SIGTERM/SIGINT stop the service gracefully, SIGHUP reloa
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -38,6 +39,23 @@ logger = logging.getLogger("otel_traj.serve")
 
 # Calls in progress get this long to finish once shutdown starts; exporters retry the rest elsewhere.
 DRAIN_S = 5.0
+
+# Every request allocates a burst of short-lived objects (views, attribute dicts, steps). With the
+# default gen0 threshold of 700 the collector ran about 200 times per 20,000 spans received and took
+# 5-8% of the service's time; at 10,000 reference counting frees nearly all of them first.
+GC_GEN0_THRESHOLD = 10_000
+
+
+def tune_gc() -> None:
+    """Garbage-collector settings of the ``serve`` process (process-wide: the service owns it).
+
+    What exists after startup (modules, the policy, compiled schemas) lives as long as the process:
+    frozen, it is no longer traversed by every full collection.
+    """
+    gc.collect()
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)
 
 
 @dataclass(slots=True, frozen=True)
@@ -199,6 +217,7 @@ class Service:
 
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, handle)
+        tune_gc()
         ports = self.start()
         on_started(ports)
         while True:
