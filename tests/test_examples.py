@@ -33,7 +33,11 @@ def test_example_prints_its_verdict(example: str) -> None:
     assert lines[0].split()[:3] == ["TRACE", "AGENT", "OUTCOME"], proc.stdout
     [row] = [line for line in lines[1:] if len(line.split()[0]) == 32]
     assert row.split()[1:3] == ["support_agent", "unsafe"], proc.stdout
-    assert f"    {EXPECTED_PATH}" in lines, proc.stdout
+    # The first turn's two calls run in parallel; a framework may start either one first.
+    swapped = EXPECTED_PATH.replace(
+        "get_subscription -> list_invoices", "list_invoices -> get_subscription", 1
+    )
+    assert f"    {EXPECTED_PATH}" in lines or f"    {swapped}" in lines, proc.stdout
     failed = [
         line.strip() for line in lines if line.startswith("    critical ") or line.startswith("    error ")
     ]

@@ -14,7 +14,9 @@ FRAMEWORKS = {
     "examples.openai_agents_openinference": "openinference.instrumentation.openai_agents",
     "examples.langgraph_openinference": "openinference.instrumentation.langchain",
 }
-PATH = ["get_subscription", "list_invoices", "list_invoices", "create_refund_request"]
+# The first turn requests two calls at once; frameworks may start them in either order.
+FIRST_TURN = {"get_subscription", "list_invoices"}
+THEN = ["list_invoices", "create_refund_request"]
 
 
 @pytest.mark.parametrize("example", list(FRAMEWORKS))
@@ -26,7 +28,8 @@ def test_in_process_equals_offline(example: str) -> None:
     result = json.loads(proc.stdout.splitlines()[-1])
     [in_process] = result["in_process"]
     [offline] = result["offline"]
-    assert [c["name"] for c in in_process["tool_calls"]] == PATH
+    names = [c["name"] for c in in_process["tool_calls"]]
+    assert set(names[:2]) == FIRST_TURN and names[2:] == THEN, names
     assert in_process["model_turns"] == 4
     assert in_process["input_tokens"] > 0
     assert in_process == offline
