@@ -1,6 +1,6 @@
 """A Strands agent with its built-in OpenTelemetry spans, graded by otel-traj.
 
-    pip install "otel-traj[examples]"    # strands-agents (no [openai] extra needed)
+    pip install "otel-traj[examples-strands]"    # strands-agents (no [openai] extra needed)
     python -m examples.strands_agent
 
 The model is a small scripted ``strands.models.Model``, so this runs offline with no provider SDK.
