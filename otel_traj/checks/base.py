@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from otel_traj.steps import ToolCall, span_hex
@@ -100,6 +101,9 @@ def _line(reason: str) -> str:
     return " ".join(reason.split())
 
 
+# Results are immutable and most passes and skips repeat across trajectories (same counts, same
+# subject), so each distinct one is built once: a CheckResult costs more than the rest of a check.
+@lru_cache(maxsize=4096)
 def passed(name: str, severity: Severity, reason: str) -> CheckResult:
     return CheckResult(name, "pass", severity, _line(reason))
 
@@ -113,6 +117,7 @@ def failure(name: str, severity: Severity, problems: list[str], steps: Iterable[
     return failed(name, severity, one_line(problems), tuple(steps))
 
 
+@lru_cache(maxsize=1024)
 def skipped(name: str, severity: Severity, reason: str) -> CheckResult:
     return CheckResult(name, "skipped", severity, _line(reason))
 

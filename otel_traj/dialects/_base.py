@@ -17,6 +17,8 @@ from otel_traj.spanview import STATUS_ERROR, SpanView
 # parse costs more than the step is worth on the span-end path, so the text fields stay empty.
 PARSE_LIMIT = 512 * 1024
 _DECODER = json.JSONDecoder()
+# ``json.dumps`` with options builds an encoder per call; one shared encoder gives the same text.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 def loads(value: Any, limit: int = PARSE_LIMIT) -> Any:
@@ -31,7 +33,7 @@ def loads(value: Any, limit: int = PARSE_LIMIT) -> Any:
 
 def dumps(value: Any) -> str | None:
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError):
         return None
 
