@@ -53,7 +53,7 @@ def as_text(value: Any) -> str | None:
 
 def clip(value: Any, max_chars: int) -> tuple[str | None, bool]:
     """``(text, truncated)``: the value as text, cut to ``max_chars``."""
-    text = as_text(value)
+    text = value if isinstance(value, str) else as_text(value)
     if text is None:
         return None, False
     if len(text) > max_chars:
@@ -62,6 +62,9 @@ def clip(value: Any, max_chars: int) -> tuple[str | None, bool]:
 
 
 def clip_text(value: Any, max_chars: int) -> str | None:
+    # Most values are short strings: they need neither ``as_text`` nor the tuple of ``clip``.
+    if isinstance(value, str) and len(value) <= max_chars:
+        return value
     return clip(value, max_chars)[0]
 
 
