@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Strands pins hold the OpenTelemetry SDK at an older release: its example runs from its own venv.
+STRANDS_VENV := .venv-strands
+STRANDS_STAMP := $(STRANDS_VENV)/.installed
 
 .PHONY: test demo bench lint fixtures clean
 
@@ -12,7 +15,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev,examples]'
 	touch $(STAMP)
 
-test: $(STAMP)
+$(STRANDS_STAMP): pyproject.toml
+	test -x $(STRANDS_VENV)/bin/python || $(PYTHON) -m venv $(STRANDS_VENV)
+	$(STRANDS_VENV)/bin/python -m pip install -q -e '.[examples-strands]'
+	touch $(STRANDS_STAMP)
+
+test: $(STAMP) $(STRANDS_STAMP)
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
@@ -31,4 +39,4 @@ fixtures:
 	$(PYTHON) tests/fixtures/real/generate.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache otel-traj.db otel-traj-report.html
+	rm -rf $(VENV) $(STRANDS_VENV) .pytest_cache .mypy_cache .ruff_cache otel-traj.db otel-traj-report.html

@@ -15,24 +15,37 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Frameworks whose pins conflict with the main environment run from a venv of their own, which
+# ``make test`` builds (Strands holds the OpenTelemetry SDK at an older release).
+SEPARATE_VENVS = {"examples.strands_agent": ROOT / ".venv-strands"}
 
-def missing_modules(modules: Iterable[str]) -> list[str]:
-    """The modules of ``modules`` that are not installed (frameworks are an optional extra)."""
-    missing = []
-    for name in modules:
+
+def python_for(module: str) -> str:
+    venv = SEPARATE_VENVS.get(module)
+    if venv is not None and (venv / "bin" / "python").exists():
+        return str(venv / "bin" / "python")
+    return sys.executable
+
+
+def _installed(name: str, python: str) -> bool:
+    if python == sys.executable:
         try:
-            found = importlib.util.find_spec(name) is not None
+            return importlib.util.find_spec(name) is not None
         except ModuleNotFoundError:
-            found = False
-        if not found:
-            missing.append(name)
-    return missing
+            return False
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({name!r}) is None)"
+    return subprocess.run([python, "-c", probe], capture_output=True, timeout=60).returncode == 0
+
+
+def missing_modules(modules: Iterable[str], python: str = sys.executable) -> list[str]:
+    """The modules of ``modules`` that ``python`` cannot import (frameworks are an optional extra)."""
+    return [name for name in modules if not _installed(name, python)]
 
 
 def run_module(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "OPENAI_", "OTEL_"))}
     return subprocess.run(
-        [sys.executable, "-m", module, *args],
+        [python_for(module), "-m", module, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from examples._scenario import EXPECTED_PATH
-from tests.example_runs import missing_modules, run_module
+from tests.example_runs import missing_modules, python_for, run_module
 
 # example module -> the packages it imports
 EXAMPLES = {
@@ -24,7 +24,7 @@ EXAMPLES = {
 
 @pytest.mark.parametrize("example", list(EXAMPLES))
 def test_example_prints_its_verdict(example: str) -> None:
-    missing = missing_modules(EXAMPLES[example])
+    missing = missing_modules(EXAMPLES[example], python_for(f"examples.{example}"))
     if missing:
         pytest.skip(f"needs the examples extra: {', '.join(missing)} not installed")
     proc = run_module(f"examples.{example}")
