@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-from otel_traj.checks.base import (
-    ArgsKey,
-    CallKeys,
-    args_key,
-    count,
-    failure,
-    label,
-    passed,
-    skipped,
-    step_id,
-    step_ids,
-)
+from otel_traj.checks.base import ArgsKey, CallKeys, args_key, count, failure, label, passed, skipped, step_id
 from otel_traj.policy import Recovery
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
@@ -58,7 +47,7 @@ def check_recovery(
     for run in _failing_runs(keyed):
         if len(run) - 1 > max_retries:
             problems.append(f"{label(run[0])} failed {len(run)} times in a row, max retries {max_retries}")
-            steps.extend(step_ids(run[max_retries + 1 :]))
+            steps.extend(map(step_id, run[max_retries + 1 :]))
     unacknowledged = None
     if keyed and not keyed[-1][0].ok:
         last = keyed[-1][0]

@@ -42,16 +42,10 @@ def _specified(value: Any) -> Any:
 
 def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolCall:
     name = as_str(attrs.get("gen_ai.tool.name")) or suffix(view.name, "execute_tool ") or "unknown"
-    return tool_call(
-        view,
-        attrs,
-        DIALECT,
-        name,
-        max_chars,
-        call_id=_specified(attrs.get("gen_ai.tool.call.id")),
-        arguments=_specified(attrs.get(TOOL_ARGS)),
-        result=_specified(attrs.get("gcp.vertex.agent.tool_response")),
-    )
+    call_id = _specified(attrs.get("gen_ai.tool.call.id"))
+    arguments = _specified(attrs.get(TOOL_ARGS))
+    result = _specified(attrs.get("gcp.vertex.agent.tool_response"))
+    return tool_call(view, attrs, DIALECT, name, max_chars, call_id, arguments, result)
 
 
 def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ModelCall:

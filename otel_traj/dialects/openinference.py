@@ -47,16 +47,8 @@ def _tool_message(output: Any, max_chars: int) -> tuple[Any, Any]:
 def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolCall:
     name = as_str(attrs.get("tool.name")) or view.name or "unknown"
     result, call_id = _tool_message(attrs.get("output.value"), max_chars)
-    return tool_call(
-        view,
-        attrs,
-        DIALECT,
-        name,
-        max_chars,
-        call_id=first(attrs, ("tool_call.id", "tool.id")) or call_id,
-        arguments=attrs.get("input.value"),
-        result=result,
-    )
+    call_id = first(attrs, ("tool_call.id", "tool.id")) or call_id
+    return tool_call(view, attrs, DIALECT, name, max_chars, call_id, attrs.get("input.value"), result)
 
 
 def _flat_last_user(attrs: Mapping[str, Any], max_chars: int) -> str | None:

@@ -67,14 +67,7 @@ def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int, dialect
     if isinstance(result, str) and result.startswith(_STRANDS_TEXT_BLOCKS) and _is_strands(attrs):
         result = content_text(result) or result
     return tool_call(
-        view,
-        attrs,
-        dialect,
-        name,
-        max_chars,
-        call_id=attrs.get("gen_ai.tool.call.id"),
-        arguments=arguments,
-        result=result,
+        view, attrs, dialect, name, max_chars, attrs.get("gen_ai.tool.call.id"), arguments, result
     )
 
 

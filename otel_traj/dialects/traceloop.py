@@ -73,16 +73,8 @@ def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Tool
     result, output_call_id = _tool_output(
         first(attrs, ("traceloop.entity.output", "gen_ai.tool.call.result"))
     )
-    return tool_call(
-        view,
-        attrs,
-        DIALECT,
-        name,
-        max_chars,
-        call_id=attrs.get("gen_ai.tool.call.id") or input_call_id or output_call_id,
-        arguments=arguments,
-        result=result,
-    )
+    call_id = attrs.get("gen_ai.tool.call.id") or input_call_id or output_call_id
+    return tool_call(view, attrs, DIALECT, name, max_chars, call_id, arguments, result)
 
 
 def _entity_messages(value: Any, key: str) -> list[Any]:
