@@ -31,7 +31,9 @@ def _freeze(value: Any) -> Any:
     # 199, 199.0 and "199" are different JSON but the same request; only int/float are unified so
     # that an argument typed differently by the model still counts as a different call.
     if isinstance(value, dict):
-        return tuple(sorted((str(k), v if type(v) in _PLAIN else _freeze(v)) for k, v in value.items()))
+        items = [(str(k), v if type(v) in _PLAIN else _freeze(v)) for k, v in value.items()]
+        items.sort()
+        return tuple(items)
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, float) and value.is_integer():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from otel_traj.checks.base import failed, passed, skipped
 from otel_traj.policy import Budget
 from otel_traj.trajectory import Trajectory
@@ -10,6 +12,8 @@ from otel_traj.verdict import CheckResult, Severity
 NAME = "budget"
 
 
+# Limits repeat for every trajectory of an agent; ``typed`` keeps 5 and 5.0 apart ("5" vs "5.00").
+@lru_cache(maxsize=1024, typed=True)
 def _fmt(value: float) -> str:
     return f"{value:g}" if isinstance(value, int) or value >= 10 else f"{value:.2f}"
 

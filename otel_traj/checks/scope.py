@@ -56,6 +56,8 @@ def _scoped_arguments(call: ToolCall, names: tuple[str, ...]) -> list[tuple[str,
 class ScopeTracker:
     """Incremental scope check for a run in flight: ``observe`` each tool call as its span ends."""
 
+    __slots__ = ("checked", "not_captured", "scope", "severity", "source", "steps", "subject", "violations")
+
     def __init__(self, policy: AgentPolicy) -> None:
         self._init(policy.scope, policy.severity.scope)
 
