@@ -16,7 +16,7 @@ from otel_traj.spanview import STATUS_ERROR, SpanView
 # Upper bound on text we json-parse. Message lists grow with the conversation; past this size the
 # parse costs more than the step is worth on the span-end path, so the text fields stay empty.
 PARSE_LIMIT = 512 * 1024
-_DECODER = json.JSONDecoder()
+DECODER = json.JSONDecoder()
 # ``json.dumps`` with options builds an encoder per call; one shared encoder gives the same text.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
@@ -26,7 +26,7 @@ def loads(value: Any, limit: int = PARSE_LIMIT) -> Any:
     if not isinstance(value, str) or len(value) > limit:
         return None
     try:
-        return _DECODER.decode(value)
+        return DECODER.decode(value)
     except (ValueError, RecursionError):
         return None
 

@@ -8,14 +8,12 @@ content blocks ``[{text}, {toolUse}]``, Vercel AI SDK ``[{type: text|tool-call}]
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import as_str, clip_text, dumps, loads
+from otel_traj.dialects._base import DECODER, as_str, clip_text, dumps, loads
 from otel_traj.steps import RequestedTool
 
-_DECODER = json.JSONDecoder()
 _USER_MARKERS = ('"role":"user"', '"role": "user"')
 # Tool results travel as user turns without text: look back past a few of them, then parse it all.
 _MAX_USER_PROBES = 8
@@ -131,12 +129,6 @@ def message_text(message: Any) -> str | None:
     return content_text(message)
 
 
-def role(message: Any) -> str | None:
-    if isinstance(message, _MAPPING):
-        return _speaker(_unwrap(message))
-    return None
-
-
 def _last_text(messages: list[Any], roles: frozenset[str], max_chars: int) -> str | None:
     for message in reversed(messages):
         if isinstance(message, _MAPPING):
@@ -176,7 +168,7 @@ def last_user_text_in(value: Any, max_chars: int) -> str | None:
         if start < 0 or value[start + 1 : position].strip():
             break
         try:
-            message, _ = _DECODER.raw_decode(value, start)
+            message, _ = DECODER.raw_decode(value, start)
         except ValueError:
             break
         if isinstance(message, dict):
