@@ -29,6 +29,8 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/grading.py
+	$(BIN)/python benchmarks/worker.py
+	$(BIN)/python benchmarks/receiver.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
