@@ -52,9 +52,13 @@ class ToolCall:
         return self.arguments is not None or self.arguments_text is not None
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class RequestedTool:
-    """A tool call that a model response asked for (``tool_call`` part of the output messages)."""
+    """A tool call that a model response asked for (``tool_call`` part of the output messages).
+
+    Not frozen: a frozen dataclass's ``__init__`` sets every field through ``object.__setattr__``,
+    measurably slower on the worker's per-span path. Treat it as read-only all the same.
+    """
 
     name: str
     call_id: str | None = None
