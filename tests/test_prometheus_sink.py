@@ -12,11 +12,20 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
 import uvicorn
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+from prometheus_client.openmetrics.exposition import generate_latest
 
 from otel_traj.grader import Grader
 from otel_traj.sinks.base import LiveViolation
-from otel_traj.sinks.prometheus import OTHER, LabelBudget, PrometheusSink
+from otel_traj.sinks.prometheus import (
+    OTHER,
+    TOKEN_BUCKETS,
+    CounterSeries,
+    HistogramSeries,
+    LabelBudget,
+    PrometheusSink,
+    _SeriesCollector,
+)
 from otel_traj.stats import PipelineStats
 from otel_traj.verdict import CheckResult, Verdict
 from tests.support_trajectories import call, clean_run, example_policy, violating_run
@@ -301,3 +310,28 @@ def test_asgi_app_mounted_by_a_host_server(asgi_server: tuple[PrometheusSink, in
     assert content_type.startswith("application/openmetrics-text")
     assert f'trace_id="{VIOLATING_TRACE:032x}"' in body
     assert 'otel_traj_trajectories_total{agent="support_agent",outcome="unsafe"} 1.0' in body
+
+
+def _exposition(registry: CollectorRegistry) -> list[str]:
+    """OpenMetrics lines without the timestamps (creation and exemplar times differ by run)."""
+    lines = generate_latest(registry).decode().splitlines()  # type: ignore[no-untyped-call]
+    return [line.rsplit(" ", 1)[0] if "_created" in line or " # {" in line else line for line in lines]
+
+
+def test_series_expose_what_prometheus_client_metrics_would() -> None:
+    ours, reference = CollectorRegistry(), CollectorRegistry()
+    counter = CounterSeries("t_calls", "Calls.", ("agent", "status"))
+    histogram = HistogramSeries("t_tokens", "Tokens.", ("agent",), TOKEN_BUCKETS)
+    ours.register(_SeriesCollector([counter, histogram], threading.Lock()))
+    ref_counter = Counter("t_calls", "Calls.", ["agent", "status"], registry=reference)
+    ref_histogram = Histogram("t_tokens", "Tokens.", ["agent"], registry=reference, buckets=TOKEN_BUCKETS)
+    exemplar = {"trace_id": f"{CLEAN_TRACE:032x}"}
+    for agent, status in [("a", "ok"), ("a", "ok"), ("b", "error")]:
+        counter.inc((agent, status), exemplar=exemplar if status == "error" else None)
+        ref_counter.labels(agent, status).inc(exemplar=exemplar if status == "error" else None)
+    # On a bound, between bounds, beyond the last bound (+Inf), zero.
+    for agent, tokens in [("a", 1_000), ("a", 1_001), ("a", 2_000_000), ("b", 0)]:
+        histogram.observe((agent,), tokens, exemplar)
+        ref_histogram.labels(agent).observe(tokens, exemplar)
+    assert _exposition(ours) == _exposition(reference)
+    assert any('le="1e+06"' in line for line in _exposition(ours))
