@@ -3,6 +3,7 @@ policy, and a flood meets the OTLP retryable status without losing or double-cou
 
 from __future__ import annotations
 
+import gc
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -14,6 +15,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from otel_traj.serve.service import GC_GEN0_THRESHOLD, tune_gc
 from tests.semconv_agent import emit
 from tests.test_serve import FIXTURES, POLICY, Served, provider, refund_for, served, trace_ids_of, wait_for
 
@@ -197,3 +199,14 @@ def test_flood_loses_nothing_silently(served: Callable[..., Served]) -> None:
     assert all(len(v["tool_calls"]) == 4 and v["complete"] for v in stored.values())
     spans_per_run = {trace_id: len(spans) for trace_id, spans in runs}
     assert spans_seen == sum(spans_per_run[t] for t in accepted)
+
+
+def test_tune_gc_freezes_startup_objects_and_raises_the_young_threshold() -> None:
+    threshold = gc.get_threshold()
+    try:
+        tune_gc()
+        assert gc.get_threshold() == (GC_GEN0_THRESHOLD, *threshold[1:])
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
