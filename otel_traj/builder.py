@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, span_hex
@@ -228,7 +229,8 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     final_answer = _first(a.output_text for a in top)
     if final_answer is None and models and not models[-1].requested_tools:
         final_answer = models[-1].output_text
-    user_input = _first([*(a.input_text for a in top), *(m.input_text for m in models)])
+    # A generator, not a list: a model call's input is parsed only if it is the one needed.
+    user_input = _first(chain((a.input_text for a in top), (m.input_text for m in models)))
 
     all_steps: list[ToolCall | ModelCall | AgentRun] = [*tools, *models, *agents]
     starts = [s.start_ns for s in all_steps if s.start_ns]

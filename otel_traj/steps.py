@@ -7,10 +7,23 @@ only, never references to SDK objects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 StepKind = Literal["tool", "model", "agent"]
+
+
+# Text, or how to get it when first read (see ``ModelCall.input_text``).
+LazyText = str | Callable[[], str | None] | None
+
+
+def resolve_text(source: Callable[[], str | None]) -> str | None:
+    try:
+        return source()
+    except Exception:
+        # Parsing is the dialects' job and never raises; a deferred parse must not either.
+        return None
 
 
 def span_hex(span_id: int) -> str:
@@ -80,13 +93,26 @@ class ModelCall:
     reasoning_tokens: int | None = None
     finish_reasons: tuple[str, ...] = ()
     requested_tools: tuple[RequestedTool, ...] = ()
-    input_text: str | None = None
+    input_source: LazyText = None
     output_text: str | None = None
     ok: bool = True
     error_type: str | None = None
     dialect: str = ""
 
     kind: StepKind = field(default="model", init=False)
+
+    @property
+    def input_text(self) -> str | None:
+        """The last user message of the request, parsed on first use: chat spans often carry the
+        whole conversation so far, and usually only the first call's message is ever read."""
+        source = self.input_source
+        if callable(source):
+            source = self.input_source = resolve_text(source)
+        return source
+
+    @input_text.setter
+    def input_text(self, value: str | None) -> None:
+        self.input_source = value
 
     @property
     def has_usage(self) -> bool:
@@ -101,7 +127,7 @@ class AgentRun:
     end_ns: int = 0
     agent_name: str | None = None
     conversation_id: str | None = None
-    input_text: str | None = None
+    input_source: LazyText = None
     output_text: str | None = None
     # Usage some frameworks aggregate on the agent span; used only when no model call carries usage.
     input_tokens: int | None = None
@@ -111,6 +137,19 @@ class AgentRun:
     dialect: str = ""
 
     kind: StepKind = field(default="agent", init=False)
+
+    @property
+    def input_text(self) -> str | None:
+        """The last user message of the request, parsed on first use: chat spans often carry the
+        whole conversation so far, and usually only the first call's message is ever read."""
+        source = self.input_source
+        if callable(source):
+            source = self.input_source = resolve_text(source)
+        return source
+
+    @input_text.setter
+    def input_text(self, value: str | None) -> None:
+        self.input_source = value
 
 
 Step = ToolCall | ModelCall | AgentRun

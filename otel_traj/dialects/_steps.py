@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from otel_traj.dialects._base import as_str, clip, clip_text, first, loads, span_error
 from otel_traj.dialects._usage import Usage
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, span_hex
+from otel_traj.steps import AgentRun, LazyText, ModelCall, RequestedTool, Step, ToolCall, span_hex
 
 UNWRAP_LIMIT = 64 * 1024
 
@@ -85,6 +86,17 @@ def _text(value: Any, max_chars: int) -> str | None:
     return text.strip() or None if text is not None else None
 
 
+def _clipped(source: Callable[[], Any], max_chars: int) -> str | None:
+    return _text(source(), max_chars)
+
+
+def _lazy_text(value: Any, max_chars: int) -> LazyText:
+    """Text now, or a deferred parse (a callable) that clips to ``max_chars`` when first read."""
+    if callable(value):
+        return partial(_clipped, value, max_chars)
+    return _text(value, max_chars)
+
+
 def model_call(
     view: SpanView,
     attrs: Mapping[str, Any],
@@ -111,7 +123,7 @@ def model_call(
         reasoning_tokens=usage.reasoning,
         finish_reasons=finish_reasons,
         requested_tools=requested,
-        input_text=_text(input_text, max_chars),
+        input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),
         ok=ok,
         error_type=error_type,
@@ -136,7 +148,7 @@ def agent_run(
         *_placed(view),
         agent_name=clip_text(as_str(name), max_chars),
         conversation_id=as_str(conversation_id),
-        input_text=_text(input_text, max_chars),
+        input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),
         input_tokens=usage.input if usage else None,
         output_tokens=usage.output if usage else None,

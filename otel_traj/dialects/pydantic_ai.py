@@ -11,6 +11,7 @@ never to a ModelCall, so nothing is counted twice.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from otel_traj.dialects import semconv
@@ -19,7 +20,7 @@ from otel_traj.dialects._messages import content_text, last_user_text_in
 from otel_traj.dialects._steps import ToolKeys, agent_run, keyed_tool_call
 from otel_traj.dialects._usage import agent_usage
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, ToolCall
+from otel_traj.steps import AgentRun, LazyText, ModelCall, ToolCall
 
 DIALECT = "pydantic_ai"
 # Attributes only pydantic-ai sets: the dispatcher routes spans carrying them here.
@@ -70,9 +71,9 @@ def _input_from_events(value: Any, max_chars: int) -> str | None:
 
 
 def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> AgentRun:
-    input_text = None
+    input_text: LazyText = None
     if "pydantic_ai.all_messages" in attrs:
-        input_text = last_user_text_in(attrs.get("pydantic_ai.all_messages"), max_chars)
+        input_text = partial(last_user_text_in, attrs.get("pydantic_ai.all_messages"), max_chars)
     elif "all_messages_events" in attrs:
         input_text = _input_from_events(attrs.get("all_messages_events"), max_chars)
     return agent_run(

@@ -11,6 +11,7 @@ in events unless ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` is
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from otel_traj.dialects._base import as_str, first, str_tuple, suffix
@@ -24,7 +25,7 @@ from otel_traj.dialects._messages import (
 from otel_traj.dialects._steps import Parser, agent_run, model_call, tool_call
 from otel_traj.dialects._usage import Usage, agent_usage, usage
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
+from otel_traj.steps import AgentRun, LazyText, ModelCall, RequestedTool, ToolCall
 
 DIALECT = "semconv"
 MODEL_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
@@ -33,7 +34,7 @@ AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model")
 PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system")
 # ``(last user text, assistant text, requested tools, finish reasons)`` of a model span.
-Messages = tuple[str | None, str | None, tuple[RequestedTool, ...], tuple[str, ...]]
+Messages = tuple[LazyText, str | None, tuple[RequestedTool, ...], tuple[str, ...]]
 
 _ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "tool_arguments")
 _RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response")
@@ -130,7 +131,9 @@ def messages(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Messag
         if details is None:
             return _from_message_events(view, max_chars)
         source = details
-    input_text = last_user_text_in(source.get("gen_ai.input.messages"), max_chars)
+    raw_input = source.get("gen_ai.input.messages")
+    # Deferred: the input is the whole conversation so far; only one call's message is usually read.
+    input_text = partial(last_user_text_in, raw_input, max_chars) if raw_input is not None else None
     output_text, requested, reasons = assistant_output(
         as_messages(source.get("gen_ai.output.messages")), max_chars
     )
