@@ -94,9 +94,11 @@ class Pipeline:
             try:
                 if self.assembler.track_starts:
                     self.assembler.sync_open()
+                finished = self.assembler.pop_ready(flush=flush, expire_all=expire_all)
+                # After pop_ready: runs finishing in this tick get their full verdict right away,
+                # so a live pass over them would only repeat it.
                 if self._live is not None:
                     self._check_live()
-                finished = self.assembler.pop_ready(flush=flush, expire_all=expire_all)
                 for item in finished:
                     self._finish(item)
                 return len(finished)
