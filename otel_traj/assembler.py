@@ -94,35 +94,6 @@ class Assembler:
         """Attribute keys captured from any span (as given and as Traceloop association keys)."""
         return self._capture
 
-    def add(
-        self,
-        trace_id: int,
-        span_id: int,
-        parent_id: int | None,
-        is_root: bool,
-        start_ns: int,
-        end_ns: int,
-        step: Step | None,
-        attributes: Mapping[str, Any],
-        resource: Mapping[str, Any],
-    ) -> bool:
-        """Record one ended span. Returns False when the span arrived after its trace was graded."""
-        captured = self._captured(attributes)
-        with self._lock:
-            recorded = self._add(
-                trace_id,
-                span_id,
-                parent_id,
-                is_root,
-                start_ns,
-                end_ns,
-                step,
-                attributes,
-                resource,
-                captured,
-            )
-        return recorded
-
     def add_all(self, records: Sequence[SpanRecord], max_traces: int | None = None) -> bool:
         """Record the spans of one received request under one hold of the lock, so the worker never
         grades a trace from part of them.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-from otel_traj.assembler import Assembler
+from otel_traj.assembler import Assembler, SpanRecord
 from otel_traj.builder import build_trajectory
 from otel_traj.config import AssemblerConfig
 from otel_traj.dialects import to_step
@@ -35,19 +35,23 @@ def trajectories_from_views(
     for view in spans:
         present[view.trace_id].add(view.span_id)
     assembler = Assembler(config, stats, track_starts=False)
+    records: list[SpanRecord] = []
     for view in spans:
         is_root = view.parent_id is None or view.parent_id not in present[view.trace_id]
-        assembler.add(
-            view.trace_id,
-            view.span_id,
-            None if is_root else view.parent_id,
-            is_root,
-            view.start_ns,
-            view.end_ns,
-            to_step(view, config.max_chars),
-            view.attributes,
-            view.resource,
+        records.append(
+            (
+                view.trace_id,
+                view.span_id,
+                None if is_root else view.parent_id,
+                is_root,
+                view.start_ns,
+                view.end_ns,
+                to_step(view, config.max_chars),
+                view.attributes,
+                view.resource,
+            )
         )
+    assembler.add_all(records)
     finished = assembler.pop_ready(flush=True, expire_all=True)
     trajectories = [build_trajectory(f.context, f.steps, complete=f.complete) for f in finished]
     trajectories.sort(key=lambda t: (t.start_ns, t.trace_id))

@@ -78,8 +78,29 @@ class RequestedTool:
     arguments_text: str | None = None
 
 
+class _LazyInput:
+    """``input_text``: the last user message of the request, parsed on first use. Chat spans often
+    carry the whole conversation so far, and usually only the first call's message is ever read."""
+
+    # The slot itself is the subclass's dataclass field (a mixin with slots must declare none).
+    __slots__ = ()
+    input_source: LazyText
+
+    @property
+    def input_text(self) -> str | None:
+        source = self.input_source
+        if callable(source):
+            source = resolve_text(source)
+            object.__setattr__(self, "input_source", source)
+        return source
+
+    @input_text.setter
+    def input_text(self, value: str | None) -> None:
+        object.__setattr__(self, "input_source", value)
+
+
 @dataclass(slots=True)
-class ModelCall:
+class ModelCall(_LazyInput):
     span_id: int
     parent_id: int | None = None
     start_ns: int = 0
@@ -102,25 +123,12 @@ class ModelCall:
     kind: StepKind = field(default="model", init=False)
 
     @property
-    def input_text(self) -> str | None:
-        """The last user message of the request, parsed on first use: chat spans often carry the
-        whole conversation so far, and usually only the first call's message is ever read."""
-        source = self.input_source
-        if callable(source):
-            source = self.input_source = resolve_text(source)
-        return source
-
-    @input_text.setter
-    def input_text(self, value: str | None) -> None:
-        self.input_source = value
-
-    @property
     def has_usage(self) -> bool:
         return self.input_tokens is not None or self.output_tokens is not None
 
 
 @dataclass(slots=True)
-class AgentRun:
+class AgentRun(_LazyInput):
     span_id: int
     parent_id: int | None = None
     start_ns: int = 0
@@ -137,19 +145,6 @@ class AgentRun:
     dialect: str = ""
 
     kind: StepKind = field(default="agent", init=False)
-
-    @property
-    def input_text(self) -> str | None:
-        """The last user message of the request, parsed on first use: chat spans often carry the
-        whole conversation so far, and usually only the first call's message is ever read."""
-        source = self.input_source
-        if callable(source):
-            source = self.input_source = resolve_text(source)
-        return source
-
-    @input_text.setter
-    def input_text(self, value: str | None) -> None:
-        self.input_source = value
 
 
 Step = ToolCall | ModelCall | AgentRun
