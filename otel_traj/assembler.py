@@ -2,14 +2,15 @@
 
 Two ways to learn that a trace is done:
 
-* in-process (``track_starts=True``): the processor reports every span start and end, so a trace is
-  complete once its local root has ended and no span of it is still open;
+* in-process (``track_starts=True``): the span hooks queue every span start and end on
+  ``OpenSpans`` without a lock; the worker drains them (``sync_open``), so a trace is complete once
+  its local root has ended and no span of it is still open;
 * received spans (service, files): only ended spans arrive, so a trace is complete once its root has
   arrived and no span points at a parent that has not arrived.
 
 Either way a short grace period follows, and a trace whose root never ends expires after the TTL and
-is emitted marked incomplete. All state is guarded by one lock; the hot-path methods do a few dict
-operations under it and nothing else.
+is emitted marked incomplete. Buffers are guarded by one lock, taken by the worker and by the
+receiver's request threads, never by the application's span hooks.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_traj.builder import TraceContext
+from otel_traj.builder import TraceContext, nonempty_str
 from otel_traj.config import AssemblerConfig
 from otel_traj.dialects import to_step
 from otel_traj.open_spans import OpenSpans
@@ -30,7 +31,7 @@ from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import Step, ToolCall
 
-# The arguments of ``Assembler.add``: trace id, span id, parent id, is root, start, end, step,
+# One ended span for ``Assembler.add_all``: trace id, span id, parent id, is root, start, end, step,
 # attributes, resource.
 SpanRecord = tuple[int, int, int | None, bool, int, int, Step | None, Mapping[str, Any], Mapping[str, Any]]
 
@@ -43,7 +44,6 @@ class _Buffer:
     # Earliest-start value per captured attribute, so arrival order never changes the result.
     captured_at: dict[str, int] = field(default_factory=dict)
     root_ended: bool = False
-    has_steps: bool = False
     ready_at: float | None = None
     seen: set[int] = field(default_factory=set)
     parents: set[int] = field(default_factory=set)
@@ -131,25 +131,24 @@ class Assembler:
         attributes: Mapping[str, Any],
         resource: Mapping[str, Any],
         captured: list[tuple[str, Any]],
-    ) -> bool:
+    ) -> None:
         candidate = step is not None
         if trace_id in self._done:
             self._spans["late"] += 1
-            return False
+            return
         buf = self._buffers.get(trace_id)
         if buf is None:
             # In-process, a span with nothing for us opens no buffer (a root ending first means
             # the trace had no GenAI step). Received spans always do: children may come later.
             if not candidate and self.track_starts and (is_root or not captured):
                 self._spans["ignored"] += 1
-                return True
+                return
             buf = self._new_buffer(trace_id, resource)
         self._spans["accepted" if candidate else "ignored"] += 1
         self._record(buf, span_id, parent_id, is_root, start_ns, end_ns, step, captured)
         if candidate and buf.metadata is None:
             meta = attributes.get("metadata")
             buf.metadata = meta if isinstance(meta, str) else None
-        return True
 
     # -- internals (lock held) ------------------------------------------------------------------
 
@@ -158,8 +157,8 @@ class Assembler:
             self._evict_oldest()
         ctx = TraceContext(
             trace_id=trace_id,
-            service_name=_str(resource.get("service.name")),
-            service_version=_str(resource.get("service.version")),
+            service_name=nonempty_str(resource.get("service.name")),
+            service_version=nonempty_str(resource.get("service.version")),
         )
         buf = _Buffer(context=ctx, created=time.monotonic())
         self._buffers[trace_id] = buf
@@ -185,15 +184,14 @@ class Assembler:
         ctx = buf.context
         if start_ns and (not ctx.start_ns or start_ns < ctx.start_ns):
             ctx.start_ns = start_ns
-        if end_ns > ctx.end_ns:
-            ctx.end_ns = end_ns
         for key, value in captured:
             if key not in buf.captured_at or start_ns < buf.captured_at[key]:
                 buf.captured_at[key] = start_ns
                 ctx.attributes[key] = value
         if is_root:
-            buf.root_ended = True
-            ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = span_id, start_ns, end_ns
+            _root_ended(buf, span_id, start_ns, end_ns)
+        elif end_ns > ctx.end_ns:
+            ctx.end_ns = end_ns
         if not self.track_starts:
             buf.seen.add(span_id)
             buf.parents.discard(span_id)
@@ -205,7 +203,6 @@ class Assembler:
                 self.stats.count_dropped("max_steps")
             else:
                 buf.steps.append(step)
-                buf.has_steps = True
                 if isinstance(step, ToolCall):
                     self._live_dirty.add(ctx.trace_id)
         if not self.track_starts and self._looks_complete(buf):
@@ -237,10 +234,7 @@ class Assembler:
             for trace_id, span_id, start_ns, end_ns in drained.roots:
                 buf = buffers.get(trace_id)
                 if buf is not None:
-                    ctx = buf.context
-                    buf.root_ended = True
-                    ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = span_id, start_ns, end_ns
-                    ctx.end_ns = max(ctx.end_ns, end_ns)
+                    _root_ended(buf, span_id, start_ns, end_ns)
                     drained.touched.add(trace_id)
             for trace_id in drained.touched:
                 buf = buffers.get(trace_id)
@@ -295,7 +289,7 @@ class Assembler:
                 del self._buffers[trace_id]
                 self._live_dirty.discard(trace_id)
                 self._remember_done(trace_id)
-                if buf.has_steps:
+                if buf.steps:
                     taken.append((buf, complete))
             self.stats.traces_in_flight = len(self._buffers)
         for buf, complete in taken:
@@ -343,5 +337,8 @@ class Assembler:
         return len(self._buffers)
 
 
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+def _root_ended(buf: _Buffer, span_id: int, start_ns: int, end_ns: int) -> None:
+    ctx = buf.context
+    buf.root_ended = True
+    ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = span_id, start_ns, end_ns
+    ctx.end_ns = max(ctx.end_ns, end_ns)

@@ -47,6 +47,19 @@ def parse_arguments(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def normalize_arguments(call: ToolCall) -> None:
+    """``arguments`` from the text when it is a JSON object, the text then dropped. Idempotent: the
+    live checks call it on a run in flight, the builder on every call."""
+    if call.arguments is None and call.arguments_text is not None:
+        call.arguments = parse_arguments(call.arguments_text)
+        if call.arguments is not None:
+            call.arguments_text = None
+
+
+def nonempty_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def _contains(outer: ToolCall | ModelCall | AgentRun, inner: ToolCall | ModelCall | AgentRun) -> bool:
     return outer.start_ns <= inner.start_ns and inner.end_ns <= outer.end_ns and outer is not inner
 
@@ -206,25 +219,19 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     models.sort(key=order)
     agents.sort(key=order)
 
-    for call in tools:
-        if not call.step_id:
-            call.step_id = span_hex(call.span_id)
-        if call.arguments is None and call.arguments_text is not None:
-            call.arguments = parse_arguments(call.arguments_text)
-            if call.arguments is not None:
-                call.arguments_text = None
     tools = _dedupe_tools(tools)
     models = _dedupe_models(models)
     _mark_parallel(tools)
     tools = sorted(tools + _recover_requested(models, tools), key=order)
     for call in tools:
-        if call.arguments is None and call.arguments_text is not None:
-            call.arguments = parse_arguments(call.arguments_text)
+        if not call.step_id:
+            call.step_id = span_hex(call.span_id)
+        normalize_arguments(call)
 
     top = _outermost_agents(agents)
     attrs = context.attributes
     conversation = _first(
-        [*(a.conversation_id for a in agents), *(_str(attrs.get(k)) for k in CONVERSATION_KEYS)]
+        [*(a.conversation_id for a in agents), *(nonempty_str(attrs.get(k)) for k in CONVERSATION_KEYS)]
     )
     final_answer = _first(a.output_text for a in top)
     if final_answer is None and models and not models[-1].requested_tools:
@@ -260,7 +267,3 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
         errors=errors,
         dropped_steps=context.dropped_steps,
     )
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None

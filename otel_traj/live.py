@@ -6,7 +6,7 @@ newly ended tool call to the trace's ``LiveScope``; the final verdict repeats th
 
 from __future__ import annotations
 
-from otel_traj.builder import TraceContext, parse_arguments
+from otel_traj.builder import TraceContext, normalize_arguments
 from otel_traj.checks.scope import ScopeTracker
 from otel_traj.pipeline import LiveChecker, LiveFactory
 from otel_traj.policy import Policy
@@ -19,9 +19,7 @@ class LiveScope:
         self._tracker = tracker
 
     def observe(self, call: ToolCall, context: TraceContext) -> CheckResult | None:
-        if call.arguments is None and call.arguments_text is not None:
-            # The builder would parse it the same way later; parsing now is idempotent.
-            call.arguments = parse_arguments(call.arguments_text)
+        normalize_arguments(call)
         return self._tracker.observe(call, context.attributes, None, None)
 
 

@@ -19,7 +19,7 @@ from otel_traj.config import AssemblerConfig
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
-from otel_traj.steps import ToolCall
+from otel_traj.steps import ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
 
@@ -100,7 +100,12 @@ class Pipeline:
                 if self._live is not None:
                     self._check_live()
                 for item in finished:
-                    self._finish(item)
+                    try:
+                        self._finish(item)
+                    except Exception:
+                        # One run that cannot be built or graded must not take the others with it.
+                        self.stats.count_internal_error()
+                        logger.exception("otel-traj could not grade trace %032x", item.context.trace_id)
                 return len(finished)
             except Exception:
                 self.stats.count_internal_error()
@@ -128,7 +133,7 @@ class Pipeline:
             # earlier runs were graded as, so live and final metrics share one label.
             agent=self._agent_by_service.get(service, service),
             tool=call.name,
-            step_id=call.step_id or f"{call.span_id:016x}",
+            step_id=call.step_id or span_hex(call.span_id),
             result=result,
         )
         for sink in self.sinks:
@@ -144,7 +149,8 @@ class Pipeline:
         if trajectory.service_name:
             self._agent_by_service[trajectory.service_name] = trajectory.agent_label
         verdict = self._grade(trajectory)
-        verdict.graded_at_ns = time.time_ns()
+        if not verdict.graded_at_ns:
+            verdict.graded_at_ns = time.time_ns()
         for callback in self._callbacks:
             try:
                 callback(verdict)

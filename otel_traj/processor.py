@@ -1,14 +1,13 @@
 """TrajectoryProcessor: the in-process front door, an OpenTelemetry ``SpanProcessor``.
 
 The SDK calls ``on_start``/``on_end`` on the application's thread without any try/except, so both
-hooks catch everything and count it. They do the minimum: a fast test whether the span can matter,
-and for GenAI spans the extraction of one compact step appended under a lock. Building, grading and
-exporting happen on the pipeline's worker thread.
+hooks catch everything and count it. They do the minimum and take no lock: one test whether the span
+can matter, then appends to lock-free queues (``OpenSpans``). Parsing, assembly, grading and export
+happen on the pipeline's worker thread.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,23 +26,7 @@ from otel_traj.sinks.base import Sink
 from otel_traj.stats import PipelineStats
 from otel_traj.verdict import Verdict
 
-logger = logging.getLogger("otel_traj")
-
 _EMPTY: Mapping[str, Any] = {}
-
-
-def _raw_attributes(span: ReadableSpan) -> Mapping[str, Any]:
-    """The span's attribute dict without the SDK's wrappers.
-
-    ``ReadableSpan.attributes`` wraps the SDK's ``BoundedAttributes`` in a ``MappingProxyType``; each
-    ``in`` test through both layers is a Python-level call. Ended spans are immutable, so reading the
-    inner dict is safe and several times faster on this every-span path.
-    """
-    attrs = getattr(span, "_attributes", None)
-    inner = getattr(attrs, "_dict", None)
-    if isinstance(inner, dict):
-        return inner
-    return span.attributes or _EMPTY
 
 
 class TrajectoryProcessor(SpanProcessor):
@@ -114,13 +97,14 @@ class TrajectoryProcessor(SpanProcessor):
 
     def _on_end(self, span: ReadableSpan) -> None:
         # Private fields, not the public properties: this runs for every span of the application
-        # and each property is a Python-level call. Spans that are not the SDK's own fall back.
+        # and each property is a Python-level call (``attributes`` even wraps the SDK's dict twice).
+        # Ended spans are immutable, so reading the inner dict is safe. Other spans fall back.
         try:
             context, parent, name = span._context, span._parent, span._name
             attrs = span._attributes._dict  # type: ignore[union-attr]
         except AttributeError:
             context, parent, name = span.context, span.parent, span.name
-            attrs = _raw_attributes(span)
+            attrs = span.attributes or _EMPTY
         if context is None:
             raise ValueError("span without a context")
         trace_id = context.trace_id
