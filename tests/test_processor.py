@@ -14,9 +14,12 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_s
 from otel_traj.adapters.otlp_proto import views_from_bytes
 from otel_traj.config import AssemblerConfig
 from otel_traj.offline import trajectories_from_views
+from otel_traj.pipeline import Pipeline, ungraded
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sampling import RecordAllSampler
 from otel_traj.serialize import trajectory_to_dict
+from otel_traj.steps import ToolCall
+from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import Verdict
 from tests.semconv_agent import Call, Run, Turn, clean_refund, emit
 
@@ -225,3 +228,22 @@ def test_backlog_cap_drops_and_counts_instead_of_growing() -> None:
     # 4 model calls, 4 tool calls and the agent span: every candidate span was refused and counted.
     assert h.processor.stats.dropped["backlog"] == 9
     assert h.processor.pipeline.assembler.in_flight == 0
+
+
+def test_a_run_that_fails_to_grade_does_not_drop_the_others() -> None:
+    def grade(trajectory: Trajectory) -> Verdict:
+        if trajectory.trace_id == 1:
+            raise RuntimeError("broken policy code")
+        return ungraded(trajectory)
+
+    verdicts: list[Verdict] = []
+    pipeline = Pipeline(grade=grade, callbacks=[verdicts.append], config=AssemblerConfig(grace_s=60))
+    records = [
+        (trace_id, 10, None, True, 1, 2, ToolCall(name="t", span_id=10, start_ns=1, end_ns=2), {}, {})
+        for trace_id in (1, 2, 3)
+    ]
+    pipeline.assembler.add_all(records)
+    assert pipeline.process(flush=True) == 3
+    pipeline.shutdown()
+    assert sorted(v.trajectory.trace_id for v in verdicts) == [2, 3]
+    assert pipeline.stats.internal_errors == 1
