@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_traj.adapters.sdk import from_readable_span
 from otel_traj.config import AssemblerConfig
-from otel_traj.gate import MARKER_KEYS, NAME_PREFIXES
+from otel_traj.dialects import MARKERS, NAME_PREFIXES
 from otel_traj.grader import Grader
 from otel_traj.live import live_scope, subject_attributes
 from otel_traj.pipeline import Pipeline, VerdictCallback
@@ -73,7 +73,7 @@ class TrajectoryProcessor(SpanProcessor):
         self.stats = self.pipeline.stats
         self._assembler = self.pipeline.assembler
         open_spans = self._assembler.open_spans
-        self._interesting = MARKER_KEYS | self._assembler.capture_keys
+        self._interesting = MARKERS | self._assembler.capture_keys
         self._started, self._ended, self._ended_plain = (
             open_spans.started,
             open_spans.ended,

@@ -17,11 +17,13 @@ from otel_traj.dialects._steps import Parser
 from otel_traj.spanview import SpanView
 from otel_traj.steps import Step
 
-__all__ = ["DEFAULT_MAX_CHARS", "to_step"]
+__all__ = ["DEFAULT_MAX_CHARS", "MARKERS", "NAME_PREFIXES", "to_step"]
 
 DEFAULT_MAX_CHARS = 4096
 
-_MARKERS = frozenset(
+# A span with none of these attribute keys and none of these name prefixes is no step: the processor
+# tests exactly this on the application's thread before queueing a span for the worker.
+MARKERS = frozenset(
     {
         "langfuse.observation.type",
         "openinference.span.kind",
@@ -47,7 +49,7 @@ _KEYED: tuple[tuple[str, Mapping[str, Parser]], ...] = (
     ("llm.request.type", traceloop.REQUEST_PARSERS),
     ("ai.operationId", vercel.PARSERS),
 )
-_NAME_PREFIXES = ("execute_tool ", "invoke_agent ", "chat ", "running tool", "agent run", "call_llm")
+NAME_PREFIXES = ("execute_tool ", "invoke_agent ", "chat ", "running tool", "agent run", "call_llm")
 _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
 
 
@@ -58,9 +60,9 @@ def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
     """
     try:
         attrs = view.attributes
-        if _MARKERS.isdisjoint(attrs):
+        if MARKERS.isdisjoint(attrs):
             name = view.name
-            if isinstance(name, str) and name.startswith(_NAME_PREFIXES):
+            if isinstance(name, str) and name.startswith(NAME_PREFIXES):
                 return _by_name(view, attrs, name, max_chars)
             return None
         return _by_attributes(view, attrs, max_chars)
