@@ -1,8 +1,9 @@
 """Per-span cost of TrajectoryProcessor on the application's thread.
 
 Baseline: a TracerProvider with a BatchSpanProcessor and a no-op exporter. Candidate: the same plus a
-TrajectoryProcessor with the example policy. Both measured in the same run, in alternating rounds,
-median of rounds. Targets, on the application's thread: <= 1.10x for GenAI-heavy agent trees,
+TrajectoryProcessor with the example policy; for reference, the baseline plus a do-nothing Python
+span processor. All measured in the same run, in alternating rounds; ratios are medians of per-round
+ratios. Targets, on the application's thread: <= 1.10x for GenAI-heavy agent trees,
 <= 1.03x for non-GenAI spans. Wall clock of a CPU-bound span loop and the background CPU (grading on
 the worker thread) are printed too.
 
@@ -20,7 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Tracer
 
@@ -89,10 +91,22 @@ def http_tree(tracer: Tracer) -> int:
     return 3
 
 
-def provider(with_traj: bool) -> TracerProvider:
+class NoopProcessor(SpanProcessor):
+    """The floor: what the SDK's dispatch to any additional Python span processor costs."""
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        pass
+
+    def on_end(self, span: ReadableSpan) -> None:
+        pass
+
+
+def provider(extra: str) -> TracerProvider:
     tp = TracerProvider()
     tp.add_span_processor(BatchSpanProcessor(NoopExporter(), max_queue_size=1_000_000))
-    if with_traj:
+    if extra == "noop":
+        tp.add_span_processor(NoopProcessor())
+    elif extra == "traj":
         tp.add_span_processor(TrajectoryProcessor(policy=POLICY if POLICY.exists() else None))
     return tp
 
@@ -107,8 +121,8 @@ class Cost:
     background_cpu: float
 
 
-def measure(tree: Callable[[Tracer], int], with_traj: bool, trees: int) -> Cost:
-    tp = provider(with_traj)
+def measure(tree: Callable[[Tracer], int], extra: str, trees: int) -> Cost:
+    tp = provider(extra)
     tracer = tp.get_tracer("bench")
     for _ in range(50):
         tree(tracer)
@@ -130,33 +144,39 @@ def measure(tree: Callable[[Tracer], int], with_traj: bool, trees: int) -> Cost:
 
 
 def compare(label: str, tree: Callable[[Tracer], int], trees: int, rounds: int) -> tuple[float, float]:
-    base, cand = [], []
+    """Rounds alternate baseline, do-nothing processor and TrajectoryProcessor; each ratio is the
+    median over rounds of candidate / baseline of the same round, which cancels slow drift of the
+    machine (a round-to-round spread of ±5% is common on a shared box)."""
+    costs: dict[str, list[Cost]] = {"base": [], "noop": [], "traj": []}
     for _ in range(rounds):
-        base.append(measure(tree, False, trees))
-        cand.append(measure(tree, True, trees))
+        for extra, runs in costs.items():
+            runs.append(measure(tree, extra, trees))
 
-    def med(costs: list[Cost], field: str) -> float:
-        return statistics.median(getattr(c, field) for c in costs)
+    def ratio(extra: str, field: str) -> float:
+        pairs = zip(costs[extra], costs["base"], strict=True)
+        return statistics.median(getattr(c, field) / getattr(b, field) for c, b in pairs)
+
+    def med(extra: str, field: str) -> float:
+        return statistics.median(getattr(c, field) for c in costs[extra])
 
     print(f"{label}")
-    ratios = {}
     for field, title in (
         ("app_cpu", "application thread CPU"),
         ("wall", "wall clock, CPU-bound loop"),
         ("background_cpu", "background CPU"),
     ):
-        b, c = med(base, field), med(cand, field)
-        ratios[field] = c / b if b else float("nan")
         print(
-            f"  {title:<28} baseline {b:6.2f} us/span   with TrajectoryProcessor {c:6.2f}   ratio {c / b:.3f}"
+            f"  {title:<28} baseline {med('base', field):6.2f} us/span   "
+            f"+ do-nothing processor {med('noop', field):6.2f} ({ratio('noop', field):.3f})   "
+            f"+ TrajectoryProcessor {med('traj', field):6.2f} ({ratio('traj', field):.3f})"
         )
-    return ratios["app_cpu"], ratios["wall"]
+    return ratio("traj", "app_cpu"), ratio("traj", "wall")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trees", type=int, default=1500)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
     genai_app, genai_wall = compare("GenAI agent trees (13 spans)", agent_tree, args.trees, args.rounds)
     plain_app, plain_wall = compare("non-GenAI spans (HTTP + DB)", http_tree, args.trees * 3, args.rounds)

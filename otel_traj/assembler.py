@@ -25,7 +25,7 @@ from typing import Any
 
 from otel_traj.builder import TraceContext, nonempty_str
 from otel_traj.config import AssemblerConfig
-from otel_traj.dialects import to_step
+from otel_traj.dialects import MARKERS, to_step
 from otel_traj.open_spans import OpenSpans
 from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
@@ -74,8 +74,6 @@ class Assembler:
         self.stats = stats or PipelineStats()
         self.track_starts = track_starts
         self._lock = threading.Lock()
-        # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
-        self.open_spans = OpenSpans()
         self._buffers: dict[int, _Buffer] = {}
         self._done: OrderedDict[int, None] = OrderedDict()
         self._live_dirty: set[int] = set()
@@ -84,6 +82,8 @@ class Assembler:
             f"traceloop.association.properties.{k}": k for k in self.config.capture_attributes
         }
         self._capture = frozenset(self._capture_as)
+        # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
+        self.open_spans = OpenSpans(MARKERS | self._capture)
         # Span counts are written under this assembler's lock only, never the stats lock: no race.
         self._spans = self.stats.spans
 

@@ -54,7 +54,7 @@ class Pipeline:
         track_starts: bool = False,
         live: LiveFactory | None = None,
         view_of: Callable[[Any], SpanView] | None = None,
-        tick_s: float = 0.05,
+        tick_s: float = 0.02,
     ) -> None:
         self.stats = stats or PipelineStats()
         self.assembler = Assembler(config, self.stats, track_starts=track_starts, view_of=view_of)
@@ -66,6 +66,9 @@ class Pipeline:
         for sink in self.sinks:
             sink.attach(self.stats)
         self._callbacks = list(callbacks)
+        # The worker holds each ended span until its next tick. Held longer, spans outlive the
+        # application's young-generation collections and make every collection slower: measured on
+        # agent trees, a 50 ms tick cost 1.13x application CPU, 20 ms 1.05x.
         self._tick = tick_s
         self._wake = threading.Event()
         self._work_lock = threading.Lock()

@@ -6,7 +6,7 @@ import threading
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
@@ -228,6 +228,25 @@ def test_backlog_cap_drops_and_counts_instead_of_growing() -> None:
     # 4 model calls, 4 tool calls and the agent span: every candidate span was refused and counted.
     assert h.processor.stats.dropped["backlog"] == 9
     assert h.processor.pipeline.assembler.in_flight == 0
+
+
+def test_an_unreadable_span_is_counted_and_does_not_hold_its_trace_open() -> None:
+    h = Harness(AssemblerConfig(grace_s=0, ttl_s=600))
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_agent"}
+    with h.tracer.start_as_current_span("invoke_agent support_agent", attributes=agent) as root:
+        child = h.tracer.start_span("lookup")
+        # A span of another SDK whose name is not a string: the worker cannot triage it.
+        broken = ReadableSpan(
+            name=None,  # type: ignore[arg-type]
+            context=child.get_span_context(),
+            parent=root.get_span_context(),
+        )
+        h.processor.on_end(broken)
+    [verdict] = h.flush()
+    assert verdict.trajectory.agent == "support_agent"
+    assert verdict.trajectory.complete
+    assert h.processor.stats.spans["malformed"] == 1
+    assert h.processor.stats.internal_errors == 0
 
 
 def test_a_run_that_fails_to_grade_does_not_drop_the_others() -> None:

@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode, set_span_in_context
 
+from otel_traj.dialects import NAME_PREFIXES
 from otel_traj.spanview import EMPTY, STATUS_ERROR, STATUS_OK, STATUS_UNSET, SpanView
 
 _ERROR = StatusCode.ERROR
@@ -142,3 +143,26 @@ def _fields_match_properties() -> bool:
 FIELDS_SUPPORTED = _fields_match_properties()
 
 from_readable_span = from_readable_span_fields if FIELDS_SUPPORTED else from_readable_span_properties
+
+
+# (trace id, span id, start ns, end ns) of an ended local root: a plain tuple, the cheapest to build.
+RootEnd = tuple[int, int, int, int]
+
+
+def triage(span: ReadableSpan, interesting: frozenset[str]) -> tuple[int, bool, RootEnd | None]:
+    """What the open-span bookkeeping needs of an ended span, without building its view: the trace
+    id, whether it may carry a step or a captured attribute (a key in ``interesting`` or a dialect's
+    span-name prefix), and its root end if it is a local root."""
+    if FIELDS_SUPPORTED:
+        context: SpanContext = span._context  # type: ignore[assignment]
+        parent, name, attributes = span._parent, span._name, _plain(span._attributes)
+        start, end = span._start_time, span._end_time
+    else:
+        context, parent, name = span.context, span.parent, span.name
+        attributes, start, end = span.attributes or EMPTY, span.start_time, span.end_time
+    trace_id = context.trace_id
+    # One C-level pass over the span's keys decides for nearly every non-GenAI span.
+    candidate = not interesting.isdisjoint(attributes) or name.startswith(NAME_PREFIXES)
+    if parent is None or parent.is_remote:
+        return trace_id, candidate, (trace_id, context.span_id, start or 0, end or 0)
+    return trace_id, candidate, None
