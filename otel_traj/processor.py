@@ -24,6 +24,9 @@ from otel_traj.sinks.base import Sink
 from otel_traj.stats import PipelineStats
 from otel_traj.verdict import Verdict
 
+# Ended spans queued before the hooks wake the worker early (its tick may be tens of ms away).
+DRAIN_AT = 256
+
 
 class TrajectoryProcessor(SpanProcessor):
     """Grades agent runs from the spans the application records.
@@ -70,6 +73,8 @@ class TrajectoryProcessor(SpanProcessor):
         self._open_spans = open_spans = self.pipeline.assembler.open_spans
         self._started, self._ended = open_spans.started, open_spans.ended
         self._ended_spans, self._max_backlog = open_spans.ended_spans, config.max_backlog
+        self._drain_at = min(DRAIN_AT, config.max_backlog)
+        self._wake = self.pipeline.wake
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
@@ -80,13 +85,23 @@ class TrajectoryProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            if len(self._ended_spans) < self._max_backlog:
+            if len(self._ended_spans) < self._drain_at:
                 self._ended(span)
-            elif self._open_spans.ended_untriaged(span):
-                # The worker is far behind: drop the step rather than grow without bound, and say so.
-                self.stats.count_dropped("backlog")
+            else:
+                self._worker_behind(span)
         except Exception:
             self.stats.count_internal_error()
+
+    def _worker_behind(self, span: ReadableSpan) -> None:
+        # Spans held longer than a few milliseconds outlive the application's young garbage
+        # collections and keep its memory cold: wake the worker instead of waiting for its tick.
+        if not self._wake.is_set():
+            self._wake.set()
+        if len(self._ended_spans) < self._max_backlog:
+            self._ended(span)
+        elif self._open_spans.ended_untriaged(span):
+            # The worker is far behind: drop the step rather than grow without bound, and say so.
+            self.stats.count_dropped("backlog")
 
     def add_sink(self, sink: Sink) -> None:
         self.pipeline.add_sink(sink)

@@ -15,7 +15,7 @@ from otel_traj.adapters.otlp_proto import views_from_bytes
 from otel_traj.config import AssemblerConfig
 from otel_traj.offline import trajectories_from_views
 from otel_traj.pipeline import Pipeline, ungraded
-from otel_traj.processor import TrajectoryProcessor
+from otel_traj.processor import DRAIN_AT, TrajectoryProcessor
 from otel_traj.sampling import RecordAllSampler
 from otel_traj.serialize import trajectory_to_dict
 from otel_traj.steps import ToolCall
@@ -228,6 +228,19 @@ def test_backlog_cap_drops_and_counts_instead_of_growing() -> None:
     # 4 model calls, 4 tool calls and the agent span: every candidate span was refused and counted.
     assert h.processor.stats.dropped["backlog"] == 9
     assert h.processor.pipeline.assembler.in_flight == 0
+
+
+def test_spans_past_the_early_wake_mark_are_queued_not_dropped() -> None:
+    h = Harness(AssemblerConfig(grace_s=0, ttl_s=600))
+    runs = 30
+    # Hold the worker off so that every span of the runs waits in the queue.
+    with h.processor.pipeline._work_lock:
+        for i in range(runs):
+            emit(h.tracer, clean_refund(f"conv-{i}"))
+        queued = len(h.processor.pipeline.assembler.open_spans.ended_spans)
+    assert queued > DRAIN_AT
+    assert len(h.flush()) == runs
+    assert "backlog" not in h.processor.stats.dropped
 
 
 def test_an_unreadable_span_is_counted_and_does_not_hold_its_trace_open() -> None:
