@@ -314,12 +314,13 @@ class Assembler:
 
     def take_new_tool_calls(self) -> list[tuple[TraceContext, list[ToolCall]]]:
         """Tool calls that ended since the last call, per trace, for checks that must not wait for
-        the run to finish (scope violations page immediately)."""
+        the run to finish (scope violations page immediately). Runs that look complete are left out:
+        their full verdict follows within the grace period and repeats the same checks."""
         out: list[tuple[TraceContext, list[ToolCall]]] = []
         with self._lock:
             for trace_id in self._live_dirty:
                 buf = self._buffers.get(trace_id)
-                if buf is None:
+                if buf is None or buf.ready_at is not None:
                     continue
                 new = [s for s in buf.steps[buf.live_cursor :] if isinstance(s, ToolCall)]
                 buf.live_cursor = len(buf.steps)

@@ -1,0 +1,98 @@
+"""Live scope checks: a run still in progress pages on its first out-of-scope call; a run that is
+already complete gets its full verdict instead, without a live repeat."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+
+from otel_traj.config import AssemblerConfig
+from otel_traj.processor import TrajectoryProcessor
+from otel_traj.sinks.base import LiveViolation, Sink
+from otel_traj.verdict import Verdict
+
+POLICY = Path(__file__).resolve().parent.parent / "examples" / "policies" / "support_agent.yaml"
+
+
+class Recording(Sink):
+    def __init__(self) -> None:
+        super().__init__()
+        self.verdicts: list[Verdict] = []
+        self.live: list[LiveViolation] = []
+
+    def export(self, verdict: Verdict) -> None:
+        self.verdicts.append(verdict)
+
+    def on_live_violation(self, violation: LiveViolation) -> None:
+        self.live.append(violation)
+
+
+def setup() -> tuple[TrajectoryProcessor, Recording, trace.Tracer]:
+    sink = Recording()
+    processor = TrajectoryProcessor(POLICY, sinks=[sink], config=AssemblerConfig(grace_s=60, ttl_s=600))
+    provider = TracerProvider(resource=Resource.create({"service.name": "support_agent"}))
+    provider.add_span_processor(processor)
+    return processor, sink, provider.get_tracer("test")
+
+
+def tool(tracer: trace.Tracer, name: str, customer_id: str) -> None:
+    with tracer.start_as_current_span(
+        f"execute_tool {name}",
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.arguments": json.dumps({"customer_id": customer_id}),
+        },
+    ):
+        pass
+
+
+def other_customers_invoices(tracer: trace.Tracer) -> None:
+    """The open agent span's own attributes are not readable yet: the first call pins the
+    subject (C023), the second reads another customer's invoices."""
+    tool(tracer, "get_subscription", "C023")
+    tool(tracer, "list_invoices", "C028")
+
+
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_agent"}
+
+
+def test_a_run_in_progress_pages_on_its_first_out_of_scope_call() -> None:
+    processor, sink, tracer = setup()
+    with tracer.start_as_current_span(
+        "invoke_agent support_agent", attributes={**AGENT, "app.customer_id": "C023"}
+    ):
+        other_customers_invoices(tracer)
+        processor.pipeline.process()
+        assert [(v.tool, v.result.name, v.result.status) for v in sink.live] == [
+            ("list_invoices", "scope", "fail")
+        ]
+        assert sink.verdicts == []
+    assert processor.force_flush(5000)
+    [verdict] = sink.verdicts
+    assert verdict.outcome == "unsafe"
+    assert len(sink.live) == 1
+
+
+def test_a_run_that_is_already_complete_gets_its_verdict_without_a_live_repeat() -> None:
+    processor, sink, tracer = setup()
+    # The worker sees the run only once it has ended: it is complete and waits out the grace.
+    with (
+        processor.pipeline._work_lock,
+        tracer.start_as_current_span(
+            "invoke_agent support_agent", attributes={**AGENT, "app.customer_id": "C023"}
+        ),
+    ):
+        other_customers_invoices(tracer)
+    processor.pipeline.process()
+    assert sink.live == []
+    assert sink.verdicts == []
+    assert processor.force_flush(5000)
+    [verdict] = sink.verdicts
+    scope = next(c for c in verdict.checks if c.name == "scope")
+    assert (verdict.outcome, scope.status) == ("unsafe", "fail")
+    assert sink.live == []
