@@ -69,6 +69,17 @@ def test_round_trip_has_the_grade_json_shape(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_values_beyond_the_fast_encoder_are_stored_too(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "s.db")
+    v = verdict(2)
+    # Parsed tool arguments can hold integers beyond 64 bits; other SDKs' attributes, odd types.
+    v.trajectory.attributes = {"app.big": 2**70, "app.when": Path("/x")}
+    write_verdicts(conn, [v])
+    (stored,) = read_verdicts(conn)
+    assert stored["attributes"] == {"app.big": 2**70, "app.when": "/x"}
+    assert stored["checks"] == json.loads(json.dumps(verdict_to_dict(v)["checks"]))
+
+
 def test_regrade_overwrites_by_trace_id(tmp_path: Path) -> None:
     conn = connect(tmp_path / "s.db")
     write_verdicts(conn, [verdict(7, outcome="unsafe")])
