@@ -15,6 +15,7 @@ import uvicorn
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 from prometheus_client.openmetrics.exposition import generate_latest
 
+from otel_traj.cases.dimensions import TRAJECTORY_MATCH
 from otel_traj.grader import Grader
 from otel_traj.sinks.base import LiveViolation
 from otel_traj.sinks.prometheus import (
@@ -179,6 +180,21 @@ def test_unknown_check_names_are_other() -> None:
     assert label_values(sink, "otel_traj_check_results", "check") == graded | {OTHER}
     labels = {"agent": "support_agent", "check": OTHER, "status": "fail", "severity": "error"}
     assert value(sink, "otel_traj_check_results_total", **labels) == 1
+
+
+def test_golden_case_checks_keep_their_names() -> None:
+    sink = PrometheusSink()
+    verdict = make_verdict(CLEAN_TRACE, violating=False)
+    verdict.checks.append(CheckResult(TRAJECTORY_MATCH, "fail", "error", "1 missing"))
+    sink.export(verdict)
+    labels = {
+        "agent": "support_agent",
+        "check": "case.trajectory_match",
+        "status": "fail",
+        "severity": "error",
+    }
+    assert value(sink, "otel_traj_check_results_total", **labels) == 1
+    assert OTHER not in label_values(sink, "otel_traj_check_results", "check")
 
 
 def test_label_budget_rejects_negative_cap() -> None:

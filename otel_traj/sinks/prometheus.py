@@ -28,6 +28,8 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Exemplar
 from prometheus_client.utils import floatToGoString
 
+from otel_traj.cases.dimensions import SEVERITY as CASE_SEVERITY
+from otel_traj.policy.models import Severities
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.sinks.prometheus_health import PipelineHealthCollector
 from otel_traj.steps import span_hex, trace_hex
@@ -36,29 +38,10 @@ from otel_traj.verdict import Verdict
 OTHER = "other"
 SCOPE_CHECK = "scope"
 
-# Checks the grader can report; a name outside this set is exposed as ``other`` so that a custom or
-# misspelled check cannot grow the label set.
-CHECK_NAMES = frozenset(
-    {
-        "order",
-        "scope",
-        "repeats",
-        "recovery",
-        "side_effects",
-        "arguments",
-        "grounded",
-        "tools",
-        "budget",
-        "claims",
-        "trajectory_match",
-        "tool_selection",
-        "parameter_extraction",
-        "result_utilization",
-        "error_recovery",
-        "plan_coherence",
-        "task_completion",
-    }
-)
+# Checks the grader can report: every policy check (one severity each) and every golden-case
+# dimension. A name outside this set is exposed as ``other`` so that a custom or misspelled check
+# cannot grow the label set.
+CHECK_NAMES = frozenset(Severities.model_fields) | frozenset(CASE_SEVERITY)
 
 # Agent runs range from a few hundred tokens to long tool loops of a million; steps of roughly 1.6x
 # keep histogram_quantile() within the 1.5x budget-regression threshold the alert rules use.
