@@ -29,7 +29,7 @@ from otel_traj.dialects import MARKERS, to_step
 from otel_traj.open_spans import OpenSpans
 from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
-from otel_traj.steps import Step, ToolCall
+from otel_traj.steps import ModelCall, Step, ToolCall
 
 # One ended span for ``Assembler.add_all``: trace id, span id, parent id, is root, start, end, step,
 # attributes, resource.
@@ -48,8 +48,20 @@ class _Buffer:
     seen: set[int] = field(default_factory=set)
     parents: set[int] = field(default_factory=set)
     live_cursor: int = 0
+    # The earliest model call so far: its request holds the user's message, which the live scope
+    # check may need to find the subject before the agent span has ended.
+    opening_turn: ModelCall | None = None
     # Run metadata as JSON text (pydantic-ai, OpenInference ``metadata``), parsed off the hot path.
     metadata: str | None = None
+
+
+@dataclass(slots=True)
+class LiveBatch:
+    """A run in flight: the tool calls ended since the last look, and its earliest model call."""
+
+    context: TraceContext
+    calls: list[ToolCall]
+    opening_turn: ModelCall | None
 
 
 @dataclass(slots=True)
@@ -205,6 +217,10 @@ class Assembler:
                 buf.steps.append(step)
                 if isinstance(step, ToolCall):
                     self._live_dirty.add(ctx.trace_id)
+                elif isinstance(step, ModelCall) and (
+                    buf.opening_turn is None or step.start_ns < buf.opening_turn.start_ns
+                ):
+                    buf.opening_turn = step
         if not self.track_starts and self._looks_complete(buf):
             buf.ready_at = time.monotonic() + self.config.grace_s
 
@@ -312,11 +328,11 @@ class Assembler:
             if key not in buf.context.attributes and isinstance(value, str | int | float | bool):
                 buf.context.attributes[key] = value
 
-    def take_new_tool_calls(self) -> list[tuple[TraceContext, list[ToolCall]]]:
+    def take_new_tool_calls(self) -> list[LiveBatch]:
         """Tool calls that ended since the last call, per trace, for checks that must not wait for
         the run to finish (scope violations page immediately). Runs that look complete are left out:
         their full verdict follows within the grace period and repeats the same checks."""
-        out: list[tuple[TraceContext, list[ToolCall]]] = []
+        out: list[LiveBatch] = []
         with self._lock:
             for trace_id in self._live_dirty:
                 buf = self._buffers.get(trace_id)
@@ -324,7 +340,7 @@ class Assembler:
                     continue
                 new = [s for s in buf.steps[buf.live_cursor :] if isinstance(s, ToolCall)]
                 buf.live_cursor = len(buf.steps)
-                out.append((buf.context, new))
+                out.append(LiveBatch(buf.context, new, buf.opening_turn))
             self._live_dirty.clear()
         return out
 

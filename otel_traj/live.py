@@ -6,11 +6,11 @@ newly ended tool call to the trace's ``LiveScope``; the final verdict repeats th
 
 from __future__ import annotations
 
-from otel_traj.builder import TraceContext, normalize_arguments
+from otel_traj.builder import CONVERSATION_KEYS, TraceContext, normalize_arguments
 from otel_traj.checks.scope import ScopeTracker
 from otel_traj.pipeline import LiveChecker, LiveFactory
 from otel_traj.policy import Policy
-from otel_traj.steps import ToolCall
+from otel_traj.steps import ModelCall, ToolCall
 from otel_traj.verdict import CheckResult
 
 
@@ -18,9 +18,18 @@ class LiveScope:
     def __init__(self, tracker: ScopeTracker) -> None:
         self._tracker = tracker
 
-    def observe(self, call: ToolCall, context: TraceContext) -> CheckResult | None:
+    def observe(
+        self, call: ToolCall, context: TraceContext, opening_turn: ModelCall | None
+    ) -> CheckResult | None:
         normalize_arguments(call)
-        return self._tracker.observe(call, context.attributes, None, None)
+        attributes = context.attributes
+        # The agent span has not ended: the user's message is read from the first model request
+        # (parsed only while the subject is still unknown), the conversation id from any span.
+        user_input = None
+        if opening_turn is not None and self._tracker.subject is None:
+            user_input = opening_turn.input_text
+        conversation = next((str(attributes[k]) for k in CONVERSATION_KEYS if attributes.get(k)), None)
+        return self._tracker.observe(call, attributes, user_input, conversation)
 
 
 def live_scope(policy: Policy) -> LiveFactory:

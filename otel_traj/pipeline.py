@@ -19,7 +19,7 @@ from otel_traj.config import AssemblerConfig
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
-from otel_traj.steps import ToolCall, span_hex
+from otel_traj.steps import ModelCall, ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
 
@@ -32,7 +32,9 @@ VerdictCallback = Callable[[Verdict], None]
 class LiveChecker(Protocol):
     """Checks that run per tool call while its trace is still open (scope: page immediately)."""
 
-    def observe(self, call: ToolCall, context: TraceContext) -> CheckResult | None: ...
+    def observe(
+        self, call: ToolCall, context: TraceContext, opening_turn: ModelCall | None
+    ) -> CheckResult | None: ...
 
 
 LiveFactory = Callable[[TraceContext], LiveChecker | None]
@@ -118,14 +120,15 @@ class Pipeline:
 
     def _check_live(self) -> None:
         assert self._live is not None
-        for context, calls in self.assembler.take_new_tool_calls():
+        for batch in self.assembler.take_new_tool_calls():
+            context = batch.context
             if context.trace_id not in self._live_checkers:
                 self._live_checkers[context.trace_id] = self._live(context)
             checker = self._live_checkers[context.trace_id]
             if checker is None:
                 continue
-            for call in calls:
-                result = checker.observe(call, context)
+            for call in batch.calls:
+                result = checker.observe(call, context, batch.opening_turn)
                 if result is not None:
                     self._emit_live(context, call, result)
 
