@@ -1,8 +1,9 @@
 """SpanView from the SDK's ``ReadableSpan``: the in-process front door.
 
-This runs inside ``SpanProcessor.on_end`` for every span the application ends, so it copies nothing:
-attributes, events and resource attributes are the SDK's own objects (no longer mutated once the span
-has ended), handed through as read-only mappings and sequences.
+The worker reads every span the application ends (``triage``) and builds views of those that may
+carry a step, so nothing is copied: attributes, events and resource attributes are the SDK's own
+objects (no longer mutated once the span has ended), handed through as read-only mappings and
+sequences.
 
 Measured on the reference 2-core box (SDK 1.45, CPython 3.11), per span: ≈1.9 µs through the public
 properties (``span.events`` copies the event list under a lock, ``span.attributes`` wraps a proxy)

@@ -1,9 +1,9 @@
 """Dialect parsers: one SpanView in, at most one Step out.
 
-``to_step`` runs inside ``SpanProcessor.on_end`` for every span of the host application, so the
-common case, a span that is not GenAI at all, is rejected first and cheaply: one set test against the
-attribute keys, then one ``startswith`` on the name. GenAI spans are classified by attributes first,
-most specific marker first (vendor markers before ``gen_ai.operation.name``, which several vendors
+``to_step`` runs for every span the receiver gets (in-process, for every span that passed the same
+test in ``triage``), so the common case, a span that is not GenAI at all, is rejected first and
+cheaply: one set test against the attribute keys, then one ``startswith`` on the name. GenAI spans
+are classified by attributes first, most specific marker first (vendor markers before ``gen_ai.operation.name``, which several vendors
 also set), and by span name only when no attribute says what the span is: frameworks rename spans.
 """
 
@@ -21,8 +21,8 @@ __all__ = ["DEFAULT_MAX_CHARS", "MARKERS", "NAME_PREFIXES", "to_step"]
 
 DEFAULT_MAX_CHARS = 4096
 
-# A span with none of these attribute keys and none of these name prefixes is no step: the processor
-# tests exactly this on the application's thread before queueing a span for the worker.
+# A span with none of these attribute keys and none of these name prefixes is no step: the
+# in-process worker tests exactly this (``adapters.sdk.triage``) before it parses a span.
 MARKERS = frozenset(
     {
         "langfuse.observation.type",
@@ -56,7 +56,7 @@ _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
 def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
     """The step a span records, or None for spans that are not tool, model or agent steps.
 
-    Never raises: instrumentation data is untrusted, and this runs on the application's thread.
+    Never raises: instrumentation data is untrusted.
     """
     try:
         attrs = view.attributes
@@ -66,7 +66,7 @@ def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
                 return _by_name(view, attrs, name, max_chars)
             return None
         return _by_attributes(view, attrs, max_chars)
-    except Exception:  # a malformed span must never reach the application's span.end()
+    except Exception:  # a malformed span is no step; it must never stop the others
         return None
 
 
