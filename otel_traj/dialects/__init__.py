@@ -3,8 +3,9 @@
 ``to_step`` runs for every span the receiver gets (in-process, for every span that passed the same
 test in ``triage``), so the common case, a span that is not GenAI at all, is rejected first and
 cheaply: one set test against the attribute keys, then one ``startswith`` on the name. GenAI spans
-are classified by attributes first, most specific marker first (vendor markers before ``gen_ai.operation.name``, which several vendors
-also set), and by span name only when no attribute says what the span is: frameworks rename spans.
+are classified by attributes first, most specific marker first (vendor markers before
+``gen_ai.operation.name``, which several vendors also set), and by span name only when no attribute
+says what the span is: frameworks rename spans.
 """
 
 from __future__ import annotations
