@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 # Strands pins hold the OpenTelemetry SDK at an older release: its example runs from its own venv.
 STRANDS_VENV := .venv-strands
 STRANDS_STAMP := $(STRANDS_VENV)/.installed
+# The OpenTelemetry JavaScript SDK, for the test that drives `otel-traj serve` from another language.
+JS_TESTS := tests/otlp_js
+JS_STAMP := $(JS_TESTS)/node_modules/.installed
 
 .PHONY: test demo bench lint fixtures clean
 
@@ -20,7 +23,11 @@ $(STRANDS_STAMP): pyproject.toml
 	$(STRANDS_VENV)/bin/python -m pip install -q -e '.[examples-strands]'
 	touch $(STRANDS_STAMP)
 
-test: $(STAMP) $(STRANDS_STAMP)
+$(JS_STAMP): $(JS_TESTS)/package-lock.json
+	npm ci --prefix $(JS_TESTS) --no-audit --no-fund --loglevel=error
+	touch $(JS_STAMP)
+
+test: $(STAMP) $(STRANDS_STAMP) $(JS_STAMP)
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
@@ -41,4 +48,4 @@ fixtures:
 	$(PYTHON) tests/fixtures/real/generate.py
 
 clean:
-	rm -rf $(VENV) $(STRANDS_VENV) .pytest_cache .mypy_cache .ruff_cache otel-traj.db otel-traj-report.html
+	rm -rf $(VENV) $(STRANDS_VENV) $(JS_TESTS)/node_modules .pytest_cache .mypy_cache .ruff_cache otel-traj.db otel-traj-report.html
