@@ -17,6 +17,7 @@ from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, 
 from otel_traj.trajectory import Tokens, Trajectory
 
 CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id", "langfuse.session.id")
+_MS = 1_000_000
 
 
 @dataclass(slots=True)
@@ -119,12 +120,20 @@ def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
     return kept
 
 
+def _start_uncertainty(start_ns: int) -> int:
+    """How much later a span may really have started than it says. Some SDKs stamp starts to the
+    millisecond and measure durations finely (the OpenTelemetry JavaScript SDK reads ``Date.now()``):
+    a call that started in the millisecond the previous one ended may not have overlapped it."""
+    return _MS if start_ns % _MS == 0 else 0
+
+
 def _mark_parallel(calls: list[ToolCall]) -> None:
     for i, call in enumerate(calls):
+        latest_start = call.start_ns + _start_uncertainty(call.start_ns)
         for prev in calls[:i]:
             # Overlapping calls where neither contains the other run side by side. Their parents may
             # differ: LangGraph wraps every call of one step in its own ``tools`` chain span.
-            overlap = prev.observed and call.observed and prev.end_ns > call.start_ns
+            overlap = prev.observed and call.observed and prev.end_ns > latest_start
             if overlap and not _contains(prev, call):
                 prev.parallel = call.parallel = True
 
