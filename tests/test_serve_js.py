@@ -6,22 +6,30 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-# ``served`` is the fixture: imported so that pytest finds it here too.
-from tests.test_serve import POLICY, ROOT, Served, served  # noqa: F401
+from tests.test_serve import POLICY, ROOT, Served
 
 PROJECT = ROOT / "tests" / "otlp_js"
 
 
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Served]:
+    served = Served(tmp_path, "--policy", str(POLICY))
+    yield served
+    if served.proc.poll() is None:
+        served.proc.kill()
+        served.proc.wait()
+
+
 @pytest.mark.parametrize("protocol", ["grpc", "http/protobuf", "http/json"])
-def test_javascript_sdk_exporters_work_unchanged(served: Callable[..., Served], protocol: str) -> None:
+def test_javascript_sdk_exporters_work_unchanged(server: Served, protocol: str) -> None:
     node = shutil.which("node")
     assert node is not None, "Node.js is required (.ci/run installs it)"
     assert (PROJECT / "node_modules").is_dir(), "run `make test`: it installs tests/otlp_js/node_modules"
-    server = served("--policy", str(POLICY))
     port = server.grpc_port if protocol == "grpc" else server.http_port
     run = subprocess.run(
         [node, str(PROJECT / "export.mjs"), protocol, f"http://127.0.0.1:{port}"],
