@@ -101,11 +101,6 @@ class Assembler:
 
     # -- hot path -------------------------------------------------------------------------------
 
-    @property
-    def capture_keys(self) -> frozenset[str]:
-        """Attribute keys captured from any span (as given and as Traceloop association keys)."""
-        return self._capture
-
     def add_all(self, records: Sequence[SpanRecord], max_traces: int | None = None) -> bool:
         """Record the spans of one received request under one hold of the lock, so the worker never
         grades a trace from part of them.

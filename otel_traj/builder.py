@@ -8,7 +8,7 @@ tool calls that only the model's output shows.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -59,6 +59,11 @@ def normalize_arguments(call: ToolCall) -> None:
 
 def nonempty_str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def attribute_conversation_id(attributes: Mapping[str, Any]) -> str | None:
+    """The conversation id among a trace's captured attributes (agent spans may name their own)."""
+    return _first(nonempty_str(attributes.get(k)) for k in CONVERSATION_KEYS)
 
 
 def _contains(outer: ToolCall | ModelCall | AgentRun, inner: ToolCall | ModelCall | AgentRun) -> bool:
@@ -239,9 +244,7 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
 
     top = _outermost_agents(agents)
     attrs = context.attributes
-    conversation = _first(
-        [*(a.conversation_id for a in agents), *(nonempty_str(attrs.get(k)) for k in CONVERSATION_KEYS)]
-    )
+    conversation = _first(a.conversation_id for a in agents) or attribute_conversation_id(attrs)
     final_answer = _first(a.output_text for a in top)
     if final_answer is None and models and not models[-1].requested_tools:
         final_answer = models[-1].output_text

@@ -6,7 +6,7 @@ newly ended tool call to the trace's ``LiveScope``; the final verdict repeats th
 
 from __future__ import annotations
 
-from otel_traj.builder import CONVERSATION_KEYS, TraceContext, normalize_arguments
+from otel_traj.builder import TraceContext, attribute_conversation_id, normalize_arguments
 from otel_traj.checks.scope import ScopeTracker
 from otel_traj.pipeline import LiveChecker, LiveFactory
 from otel_traj.policy import Policy
@@ -23,12 +23,12 @@ class LiveScope:
     ) -> CheckResult | None:
         normalize_arguments(call)
         attributes = context.attributes
-        # The agent span has not ended: the user's message is read from the first model request
-        # (parsed only while the subject is still unknown), the conversation id from any span.
-        user_input = None
-        if opening_turn is not None and self._tracker.subject is None:
-            user_input = opening_turn.input_text
-        conversation = next((str(attributes[k]) for k in CONVERSATION_KEYS if attributes.get(k)), None)
+        # The agent span has not ended: the user's message is read from the first model request,
+        # the conversation id from the captured attributes; both only while the subject is unknown.
+        user_input = conversation = None
+        if self._tracker.subject is None:
+            user_input = opening_turn.input_text if opening_turn is not None else None
+            conversation = attribute_conversation_id(attributes)
         return self._tracker.observe(call, attributes, user_input, conversation)
 
 

@@ -49,7 +49,7 @@ def _drain(queue: deque[T]) -> list[T]:
 class OpenSpans:
     def __init__(self, interesting: frozenset[str]) -> None:
         # Attribute keys that make a span worth parsing (dialect markers and captured keys).
-        self.interesting = interesting
+        self._interesting = interesting
         self._starts: deque[int] = deque()
         self.ended_spans: deque[Any] = deque()
         # Filled by the hooks only when the worker is behind (see ``ended_untriaged``).
@@ -65,7 +65,7 @@ class OpenSpans:
         """The worker is behind: keep the span's trace id and root end only. Returns whether a
         possible step was dropped."""
         try:
-            trace_id, candidate, root = triage(span, self.interesting)
+            trace_id, candidate, root = triage(span, self._interesting)
         except Exception:
             self._malformed.append(span.context.trace_id)
             return False
@@ -85,7 +85,7 @@ class OpenSpans:
         candidates: list[Any] = []
         step_ends: list[int] = []
         unreadable = len(malformed)
-        interesting = self.interesting
+        interesting = self._interesting
         for span in ended:
             try:
                 trace_id, candidate, root = triage(span, interesting)
