@@ -63,17 +63,40 @@ CREATE TABLE IF NOT EXISTS check_results (
 CREATE INDEX IF NOT EXISTS check_results_failed ON check_results (name, status);
 """
 
-_UPSERT = """
-INSERT INTO trajectories (trace_id, agent, service_name, service_version, conversation_id, outcome,
-    score, policy_version, complete, started_ns, ended_ns, graded_ns, verdict)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (trace_id) DO UPDATE SET
-    agent = excluded.agent, service_name = excluded.service_name,
-    service_version = excluded.service_version, conversation_id = excluded.conversation_id,
-    outcome = excluded.outcome, score = excluded.score, policy_version = excluded.policy_version,
-    complete = excluded.complete, started_ns = excluded.started_ns, ended_ns = excluded.ended_ns,
-    graded_ns = excluded.graded_ns, verdict = excluded.verdict
+_COLUMNS = (
+    "trace_id",
+    "agent",
+    "service_name",
+    "service_version",
+    "conversation_id",
+    "outcome",
+    "score",
+    "policy_version",
+    "complete",
+    "started_ns",
+    "ended_ns",
+    "graded_ns",
+    "verdict",
+)
+_CHECK_COLUMNS = 7
+
+
+def _rows_of(json_array_columns: int) -> str:
+    """A SELECT of the rows of a JSON array of arrays (the statement's one parameter)."""
+    items = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(json_array_columns))
+    return f"SELECT {items} FROM json_each(?)"
+
+
+# Every statement takes a whole batch as one JSON array, so SQLite does the batch in one call outside
+# the interpreter lock. Row by row (executemany), each row releases and re-takes the lock, and while
+# the service receives and grades, every re-take waits for the threads that hold it.
+_UPSERT = f"""
+INSERT INTO trajectories ({", ".join(_COLUMNS)})
+{_rows_of(len(_COLUMNS))} WHERE true
+ON CONFLICT (trace_id) DO UPDATE SET {", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])}
 """
+_DELETE_CHECKS = "DELETE FROM check_results WHERE trace_id IN (SELECT value FROM json_each(?))"
+_INSERT_CHECKS = f"INSERT INTO check_results {_rows_of(_CHECK_COLUMNS)}"
 
 
 class StoreError(RuntimeError):
@@ -107,11 +130,13 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
 def _json_text(data: Any) -> str:
     """Compact JSON text. orjson encodes a verdict in a third of the standard encoder's time (the
     store's largest cost); the standard encoder takes what orjson refuses (integers beyond 64 bits,
-    keys that are not strings)."""
+    keys that are not strings, strings with lone surrogates, e.g. file names decoded with
+    ``surrogateescape``). Its output is ASCII: such strings travel as escapes and read back as they were
+    instead of failing the UTF-8 encoding on their way into SQLite."""
     try:
         return orjson.dumps(data, default=str).decode()
     except TypeError:
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str)
+        return json.dumps(data, separators=(",", ":"), default=str)
 
 
 def _row(verdict: Verdict) -> tuple[Any, ...]:
@@ -139,7 +164,6 @@ def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> Non
     trace, the later wins."""
     verdicts = list({v.trajectory.trace_id: v for v in verdicts}.values())
     rows = [_row(v) for v in verdicts]
-    traces = [(row[0],) for row in rows]
     # Most checks point at no step: skip the encoder for them (ten checks per verdict add up).
     checks = [
         (row[0], i, c.name, c.status, c.severity, c.reason, _json_text(c.steps) if c.steps else "[]")
@@ -147,9 +171,9 @@ def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> Non
         for i, c in enumerate(verdict.checks)
     ]
     with conn:
-        conn.executemany(_UPSERT, rows)
-        conn.executemany("DELETE FROM check_results WHERE trace_id = ?", traces)
-        conn.executemany("INSERT INTO check_results VALUES (?, ?, ?, ?, ?, ?, ?)", checks)
+        conn.execute(_UPSERT, (_json_text(rows),))
+        conn.execute(_DELETE_CHECKS, (_json_text([row[0] for row in rows]),))
+        conn.execute(_INSERT_CHECKS, (_json_text(checks),))
 
 
 @dataclass(slots=True, frozen=True)

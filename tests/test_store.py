@@ -80,6 +80,19 @@ def test_values_beyond_the_fast_encoder_are_stored_too(tmp_path: Path) -> None:
     assert stored["checks"] == json.loads(json.dumps(verdict_to_dict(v)["checks"]))
 
 
+def test_strings_with_lone_surrogates_are_stored_and_read_back(tmp_path: Path) -> None:
+    # A file name decoded with surrogateescape, as an attribute and as the agent's name.
+    conn = connect(tmp_path / "s.db")
+    v = verdict(4, agent="agent-\udcff")
+    v.trajectory.attributes = {"app.file": "/data/r\udce9sum\u00e9.pdf"}
+    write_verdicts(conn, [v, verdict(5)])
+    stored = {d["trace_id"]: d for d in read_verdicts(conn)}
+    assert stored[v.trajectory.trace_hex]["attributes"] == {"app.file": "/data/r\udce9sum\u00e9.pdf"}
+    assert stored[v.trajectory.trace_hex]["agent"] == "agent-\udcff"
+    assert len(stored) == 2
+    assert conn.execute("SELECT count(*) FROM check_results").fetchone()[0] == 4
+
+
 def test_regrade_overwrites_by_trace_id(tmp_path: Path) -> None:
     conn = connect(tmp_path / "s.db")
     write_verdicts(conn, [verdict(7, outcome="unsafe")])
