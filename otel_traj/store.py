@@ -254,13 +254,8 @@ class SqliteSink(Sink):
                     except queue.Empty:
                         break
                 verdicts = [i for i in items if isinstance(i, Verdict)]
-                try:
-                    if verdicts:
-                        write_verdicts(self._conn, verdicts)
-                        self.written += len(verdicts)
-                except sqlite3.Error:
-                    self.stats.count_sink_error(type(self).__name__, len(verdicts))
-                    logger.exception("writing %d verdicts to %s failed", len(verdicts), self.path)
+                if verdicts:
+                    self._write(verdicts)
                 for i in items:
                     if isinstance(i, threading.Event):
                         i.set()
@@ -268,6 +263,24 @@ class SqliteSink(Sink):
                     self._queue.task_done()
                 if any(i is _STOP for i in items):
                     return
+
+    def _write(self, verdicts: list[Verdict]) -> None:
+        """Commit ``verdicts``, counting what fails; never raises (the thread must outlive any verdict).
+        A verdict that cannot be encoded costs only itself: its batch is written again one by one."""
+        try:
+            write_verdicts(self._conn, verdicts)
+        except sqlite3.Error:
+            self.stats.count_sink_error(type(self).__name__, len(verdicts))
+            logger.exception("writing %d verdicts to %s failed", len(verdicts), self.path)
+        except Exception:
+            if len(verdicts) > 1:
+                for verdict in verdicts:
+                    self._write([verdict])
+                return
+            self.stats.count_sink_error(type(self).__name__)
+            logger.exception("the verdict of trace %s cannot be stored", verdicts[0].trajectory.trace_hex)
+        else:
+            self.written += len(verdicts)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Wait until every verdict exported so far is committed."""

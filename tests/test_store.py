@@ -181,3 +181,21 @@ def test_write_errors_are_counted_not_raised(tmp_path: Path) -> None:
     assert sink.force_flush()
     sink.shutdown()
     assert [v["trace_id"][-1] for v in read_verdicts(connect(path, readonly=True))] == ["2"]
+
+
+def test_a_verdict_that_cannot_be_encoded_costs_only_itself(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sink = SqliteSink(path, batch_size=10)
+    bad = verdict(2)
+    bad.trajectory.attributes = {("not", "a", "key"): 1}  # no JSON encoder takes a tuple key
+    with sink._queue.mutex:  # the writer takes all three in one batch
+        sink._queue.queue.extend([verdict(1), bad, verdict(3)])
+        sink._queue.unfinished_tasks += 3
+        sink._queue.not_empty.notify()
+    assert sink.force_flush()
+    assert sink.stats.snapshot().sink_errors == {"SqliteSink": 1}
+    assert sink.written == 2
+    sink.export(verdict(4))
+    sink.shutdown()
+    stored = [v["trace_id"][-1] for v in read_verdicts(connect(path, readonly=True))]
+    assert sorted(stored) == ["1", "3", "4"]
