@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from otel_traj.assembler import Assembler, Finished
+from otel_traj.assembler import Assembler, Finished, LiveBatch
 from otel_traj.builder import TraceContext, build_trajectory
 from otel_traj.config import AssemblerConfig
 from otel_traj.sinks.base import LiveViolation, Sink
@@ -119,18 +119,26 @@ class Pipeline:
                 return 0
 
     def _check_live(self) -> None:
-        assert self._live is not None
         for batch in self.assembler.take_new_tool_calls():
-            context = batch.context
-            if context.trace_id not in self._live_checkers:
-                self._live_checkers[context.trace_id] = self._live(context)
-            checker = self._live_checkers[context.trace_id]
-            if checker is None:
-                continue
-            for call in batch.calls:
-                result = checker.observe(call, context, batch.opening_turn)
-                if result is not None:
-                    self._emit_live(context, call, result)
+            try:
+                self._check_live_batch(batch)
+            except Exception:
+                # Runs finished in this tick are graded next; a live check must not take them along.
+                self.stats.count_internal_error()
+                logger.exception("live checks of trace %032x failed", batch.context.trace_id)
+
+    def _check_live_batch(self, batch: LiveBatch) -> None:
+        assert self._live is not None
+        context = batch.context
+        if context.trace_id not in self._live_checkers:
+            self._live_checkers[context.trace_id] = self._live(context)
+        checker = self._live_checkers[context.trace_id]
+        if checker is None:
+            return
+        for call in batch.calls:
+            result = checker.observe(call, context, batch.opening_turn)
+            if result is not None:
+                self._emit_live(context, call, result)
 
     def _emit_live(self, context: TraceContext, call: ToolCall, result: CheckResult) -> None:
         service = context.service_name or "unknown"

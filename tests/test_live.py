@@ -126,3 +126,24 @@ def test_the_user_message_names_the_subject_before_the_agent_span_ends() -> None
     scope = next(c for c in verdict.checks if c.name == "scope")
     assert scope.status == "fail"
     assert scope.reason == sink.live[0].result.reason
+
+
+class Exploding:
+    def observe(self, *args: object) -> None:
+        raise RuntimeError("a live check that fails")
+
+
+def test_a_failing_live_check_loses_no_finished_run() -> None:
+    processor, sink, tracer = setup()
+    processor.pipeline._live = lambda context: Exploding()  # type: ignore[assignment,return-value]
+    with tracer.start_as_current_span("invoke_agent support_agent", attributes=AGENT):
+        tool(tracer, "get_subscription", "C023")
+    # A second run still in progress: its new tool call goes to the live check in the same tick in
+    # which the first run, complete, is graded.
+    with tracer.start_as_current_span("invoke_agent support_agent", attributes=AGENT):
+        tool(tracer, "get_subscription", "C024")
+        assert processor.force_flush(5000)
+        assert [v.trajectory.tool_calls[0].arguments for v in sink.verdicts] == [{"customer_id": "C023"}]
+        assert processor.stats.snapshot().internal_errors == 1
+    assert processor.force_flush(5000)
+    assert len(sink.verdicts) == 2
