@@ -9,8 +9,9 @@ client process (so the client does not share the server's GIL) sends real framew
 (``tests/fixtures/real``), each copy under a fresh trace id, 16 traces per request, over 4 connections.
 The clock runs from the first request to the last reply (decode only) or to the last verdict committed
 to the store (graded); the client interpreter's start and exit are outside it. 4,800 traces per run
-(68,569 spans) measure the steady state. Target: graded throughput >= 50% of decode-only. Also printed: microseconds per span of each stage
-in-process (the sinks' share measured again on their own) and RSS under a flood of distinct traces.
+(68,569 spans) measure the steady state. Target: graded throughput >= 50% of decode-only. Also
+printed: microseconds per span of each stage in-process (the sinks' share measured again on their
+own) and RSS under a flood of distinct traces.
 
     python benchmarks/receiver.py [--traces N] [--flood-rounds R]
 """

@@ -21,7 +21,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from otel_traj.serve.codec import decode_protobuf, response
-from otel_traj.serve.ingest import Ingest, InvalidRequest, Refused
+from otel_traj.serve.ingest import INTERNAL_ERROR, Ingest, InvalidRequest, Refused
 
 logger = logging.getLogger("otel_traj.serve")
 
@@ -124,5 +124,9 @@ class GrpcReceiver:
         except Refused as exc:
             stats.count_request(TRANSPORT, "unavailable" if not self.ingest.accepting else "overloaded")
             context.abort_with_status(_throttled(exc.reason, exc.retry_after_s))
+        except Exception:
+            stats.count_request(TRANSPORT, "internal_error")
+            self.ingest.failed(TRANSPORT)
+            context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
         stats.count_request(TRANSPORT, "partial" if accepted.rejected else "ok")
         return response(accepted)

@@ -28,7 +28,7 @@ from otel_traj.serve.codec import (
     response_body,
     status_body,
 )
-from otel_traj.serve.ingest import Accepted, Ingest, InvalidRequest, Refused
+from otel_traj.serve.ingest import INTERNAL_ERROR, Accepted, Ingest, InvalidRequest, Refused
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -129,6 +129,9 @@ class OtlpHttpApp:
             result = "overloaded" if self.ingest.accepting else "unavailable"
             retry = ((b"retry-after", _retry_after(exc.retry_after_s)),)
             raise _Reject(503, code_pb2.UNAVAILABLE, exc.reason, result, retry) from None
+        except Exception:
+            self.ingest.failed(TRANSPORT)
+            raise _Reject(500, code_pb2.INTERNAL, INTERNAL_ERROR, "internal_error") from None
 
     def _decode_and_accept(self, body: bytes, encoding: str, decode: Callable[[bytes], Any]) -> Accepted:
         return self.ingest.accept(decode(decompress(body, encoding, self.max_request_bytes)))

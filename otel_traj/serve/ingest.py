@@ -10,6 +10,7 @@ a request enter the assembler under one hold of its lock, so no trace is graded 
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 
@@ -18,7 +19,20 @@ from otel_traj.assembler import SpanRecord
 from otel_traj.dialects import to_step
 from otel_traj.pipeline import Pipeline
 
-REQUEST_RESULTS = ("ok", "partial", "overloaded", "unavailable", "invalid", "too_large", "unauthorized")
+logger = logging.getLogger("otel_traj.serve")
+
+REQUEST_RESULTS = (
+    "ok",
+    "partial",
+    "overloaded",
+    "unavailable",
+    "invalid",
+    "too_large",
+    "unauthorized",
+    "internal_error",
+)
+# What a request that failed inside otel-traj is told (not retryable: a retry would fail alike).
+INTERNAL_ERROR = "internal error, the request was not taken; the receiver's log has the details"
 
 
 class Refused(Exception):
@@ -95,6 +109,12 @@ class Ingest:
     @property
     def accepting(self) -> bool:
         return not self._closed
+
+    def failed(self, transport: str) -> None:
+        """Called in the ``except`` of a request that failed inside otel-traj: logged with its
+        traceback and counted as an internal error (the receivers count the request's result)."""
+        self.pipeline.stats.count_internal_error()
+        logger.exception("OTLP/%s request failed", transport)
 
     def accept(self, batch: SpanBatch) -> Accepted:
         """Add every span of ``batch`` or none; raises :class:`Refused` when over capacity."""
