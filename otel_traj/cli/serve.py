@@ -37,6 +37,10 @@ def register(subparsers: Any) -> None:
         "--auth-token", help="require `Authorization: Bearer TOKEN` (env OTEL_TRAJ_AUTH_TOKEN)"
     )
     parser.add_argument(
+        "--tls-cert", help="PEM certificate chain: TLS on both OTLP ports (env OTEL_TRAJ_TLS_CERT)"
+    )
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert (env OTEL_TRAJ_TLS_KEY)")
+    parser.add_argument(
         "--max-request-bytes", type=int, help="decompressed request limit (env OTEL_TRAJ_MAX_REQUEST_BYTES)"
     )
     parser.add_argument(
@@ -90,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
 
     def started(ports: Ports) -> None:
         host = settings.host
-        print(STARTED.format(host=host, grpc=ports.grpc, http=ports.http, metrics=ports.metrics), flush=True)
+        line = STARTED.format(host=host, grpc=ports.grpc, http=ports.http, metrics=ports.metrics)
+        print(line + (" (TLS on the OTLP ports)" if settings.tls_cert else ""), flush=True)
 
     try:
         return service.run(started)

@@ -22,6 +22,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from otel_traj.serve.codec import decode_protobuf, response
 from otel_traj.serve.ingest import INTERNAL_ERROR, Ingest, InvalidRequest, Refused
+from otel_traj.serve.tls import TlsFiles
 
 logger = logging.getLogger("otel_traj.serve")
 
@@ -66,6 +67,7 @@ class GrpcReceiver:
         auth_token: str | None = None,
         max_request_bytes: int = 16 * 1024 * 1024,
         workers: int = 8,
+        tls: TlsFiles | None = None,
     ) -> None:
         self.ingest = ingest
         self._token = f"Bearer {auth_token}".encode() if auth_token else None
@@ -88,8 +90,13 @@ class GrpcReceiver:
             # of queueing without bound.
             maximum_concurrent_rpcs=workers * 4,
         )
+        address = f"{host}:{port}"
         try:
-            self.port: int = self._server.add_insecure_port(f"{host}:{port}")
+            if tls is None:
+                self.port: int = self._server.add_insecure_port(address)
+            else:
+                credentials = grpc.ssl_server_credentials([(tls.key_pem, tls.cert_pem)])
+                self.port = self._server.add_secure_port(address, credentials)
         except RuntimeError:
             raise OSError(
                 f"cannot listen on {host}:{port} (OTLP/gRPC): address in use or not available"

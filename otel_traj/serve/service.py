@@ -29,6 +29,7 @@ from otel_traj.serve.http_receiver import OtlpHttpApp
 from otel_traj.serve.ingest import Ingest
 from otel_traj.serve.policy_holder import PolicyHolder
 from otel_traj.serve.settings import ServeSettings
+from otel_traj.serve.tls import TlsFiles, load_tls
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.langfuse import LangfuseSink
 from otel_traj.sinks.prometheus import PrometheusSink
@@ -83,6 +84,9 @@ class Service:
 
     def __init__(self, settings: ServeSettings, extra_sinks: tuple[Sink, ...] = ()) -> None:
         self.settings = settings
+        self.tls = (
+            load_tls(settings.tls_cert, settings.tls_key) if settings.tls_cert and settings.tls_key else None
+        )
         self.policy = PolicyHolder(settings.policy)
         self.stats = PipelineStats()
         self.prometheus = PrometheusSink()
@@ -119,14 +123,14 @@ class Service:
     def start(self) -> Ports:
         s = self.settings
         self._grpc = GrpcReceiver(
-            self.ingest, s.host, s.grpc_port, s.auth_token, s.max_request_bytes, s.grpc_workers
+            self.ingest, s.host, s.grpc_port, s.auth_token, s.max_request_bytes, s.grpc_workers, self.tls
         )
         self._grpc.start()
         self._http_app = OtlpHttpApp(self.ingest, s.auth_token, s.max_request_bytes)
         http_sock = _listen(s.host, s.http_port)
         metrics_sock = _listen(s.host, s.metrics_port)
         self._servers = [
-            uvicorn.Server(_uvicorn_config(self._http_app, limit_concurrency=1024)),
+            uvicorn.Server(_uvicorn_config(self._http_app, limit_concurrency=1024, tls=self.tls)),
             uvicorn.Server(_uvicorn_config(self._health, limit_concurrency=64)),
         ]
         started = threading.Event()
@@ -233,7 +237,7 @@ class Service:
                 return 0
 
 
-def _uvicorn_config(app: object, limit_concurrency: int) -> uvicorn.Config:
+def _uvicorn_config(app: object, limit_concurrency: int, tls: TlsFiles | None = None) -> uvicorn.Config:
     return uvicorn.Config(
         app,  # type: ignore[arg-type]
         log_config=None,
@@ -242,4 +246,6 @@ def _uvicorn_config(app: object, limit_concurrency: int) -> uvicorn.Config:
         limit_concurrency=limit_concurrency,
         timeout_graceful_shutdown=int(DRAIN_S),
         server_header=False,
+        ssl_certfile=str(tls.cert) if tls else None,
+        ssl_keyfile=str(tls.key) if tls else None,
     )

@@ -27,7 +27,8 @@ class ServeSettings:
     verdicts are written to (empty: no store). ``max_request_bytes`` applies after decompression.
     ``retry_after_s``: the delay an overloaded receiver asks exporters to wait. ``store_queue``:
     verdicts waiting for the store writer; together with ``assembler.max_traces`` it bounds what a
-    flood can make the service hold.
+    flood can make the service hold. ``tls_cert`` / ``tls_key``: PEM files that put both OTLP ports
+    on TLS (given together; the metrics port stays plain HTTP for scrapers and probes).
     """
 
     host: str = field(default_factory=lambda: _env("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
@@ -37,6 +38,8 @@ class ServeSettings:
     policy: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_POLICY", None))
     store: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_STORE", "otel-traj.db"))
     auth_token: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_AUTH_TOKEN", None))
+    tls_cert: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_TLS_CERT", None))
+    tls_key: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_TLS_KEY", None))
     max_request_bytes: int = field(
         default_factory=lambda: _env_int("OTEL_TRAJ_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
     )
@@ -50,6 +53,10 @@ class ServeSettings:
             port = getattr(self, name)
             if not 0 <= port <= 65535:
                 raise ValueError(f"{name}={port}: expected 0..65535")
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError(
+                "tls_cert and tls_key: give both (a PEM certificate chain and its key) or neither"
+            )
         if self.max_request_bytes < 1:
             raise ValueError(f"max_request_bytes={self.max_request_bytes}: must be positive")
         if self.retry_after_s < 0:

@@ -1,0 +1,109 @@
+"""``otel-traj serve --tls-cert/--tls-key``: the SDK's gRPC and HTTP exporters deliver over TLS with
+the certificate they are told to trust; a plaintext client is refused; a pair that does not load
+stops startup naming both files."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from pathlib import Path
+
+import grpc
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from tests.semconv_agent import emit
+from tests.test_serve import POLICY, Served, cli, provider, refund_for
+
+
+def write_pair(directory: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost, and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "otel-traj test")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            ),
+            critical=False,
+        )
+        # Its own trust anchor: verifiers with strict X.509 checks want a CA with key identifiers.
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(key.public_key()), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+def test_sdk_exporters_deliver_over_tls_and_plaintext_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # requests lets these override the session's CA file, i.e. the exporter's certificate_file.
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    cert, key = write_pair(tmp_path, "server")
+    server = Served(tmp_path, "--policy", str(POLICY), "--tls-cert", str(cert), "--tls-key", str(key))
+    try:
+        tp, _ = provider("support-agent")
+        trusted = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        grpc_exporter = GrpcExporter(endpoint=f"https://127.0.0.1:{server.grpc_port}", credentials=trusted)
+        http_exporter = HttpExporter(
+            endpoint=f"https://127.0.0.1:{server.http_port}/v1/traces", certificate_file=str(cert)
+        )
+        grpc_tp, _ = provider("support-agent")
+        grpc_tp.add_span_processor(SimpleSpanProcessor(grpc_exporter))
+        tp.add_span_processor(SimpleSpanProcessor(http_exporter))
+        over_grpc = f"{emit(grpc_tp.get_tracer('agent'), refund_for('C023')):032x}"
+        over_http = f"{emit(tp.get_tracer('agent'), refund_for('C028')):032x}"
+        verdicts = server.wait_verdicts({over_grpc, over_http})
+        assert verdicts[over_grpc]["outcome"] != verdicts[over_http]["outcome"]  # C028 breaks scope
+        grpc_tp.shutdown()
+        tp.shutdown()
+
+        # No silent downgrade: a plaintext gRPC call never reaches the service.
+        received = server.metric("otel_traj_receiver_requests_total", transport="grpc", result="ok")
+        with pytest.raises(grpc.RpcError) as refused:
+            server.export_raw(b"")
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert server.metric("otel_traj_receiver_requests_total", transport="grpc", result="ok") == received
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_pair_that_does_not_load_stops_startup(tmp_path: Path) -> None:
+    cert, _ = write_pair(tmp_path, "one")
+    _, other_key = write_pair(tmp_path, "two")
+    ports = ("--grpc-port", "0", "--http-port", "0", "--metrics-port", "0")
+    mismatched = cli("serve", "--tls-cert", str(cert), "--tls-key", str(other_key), *ports)
+    assert mismatched.returncode == 2
+    assert f"TLS certificate {cert} with key {other_key}" in mismatched.stderr
+    missing = cli("serve", "--tls-cert", str(tmp_path / "none.crt"), "--tls-key", str(other_key), *ports)
+    assert missing.returncode == 2
+    assert "none.crt" in missing.stderr
+    alone = cli("serve", "--tls-cert", str(cert), *ports)
+    assert alone.returncode == 2
+    assert "tls_cert and tls_key" in alone.stderr
+    assert mismatched.stdout == missing.stdout == alone.stdout == ""
