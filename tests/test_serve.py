@@ -487,5 +487,11 @@ def test_health_endpoints(served: Callable[..., Served]) -> None:
     for path, expected in (("/healthz", b"ok\n"), ("/readyz", b"ready\n")):
         with urllib.request.urlopen(base + path, timeout=10) as reply:
             assert reply.status == 200 and reply.read() == expected
-    assert "otel_traj_traces_in_flight" in server.metrics()
+    metrics = server.metrics()
+    assert "otel_traj_traces_in_flight" in metrics
+    # A service's own process, as every Prometheus client library exposes it.
+    assert server.metric("process_resident_memory_bytes") > 10 * 2**20
+    assert server.metric("process_open_fds") > 0
+    assert 'python_info{implementation="CPython"' in metrics
+    assert "python_gc_collections_total" in metrics
     assert server.stop() == 0

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 import uvicorn
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import PolicyError
@@ -110,6 +110,9 @@ class Service:
         self.ingest = Ingest(self.pipeline, settings.retry_after_s)
         registry: CollectorRegistry = self.prometheus.registry
         registry.register(ReceiverCollector(self.ingest.stats))
+        # The service owns its process: memory, CPU, file descriptors and GC next to its own metrics.
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):
+            collector(registry=registry)
         self._ready = False
         self._stopped = False
         self._grpc: GrpcReceiver | None = None
