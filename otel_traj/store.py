@@ -89,7 +89,8 @@ def _rows_of(json_array_columns: int) -> str:
 
 # Every statement takes a whole batch as one JSON array, so SQLite does the batch in one call outside
 # the interpreter lock. Row by row (executemany), each row releases and re-takes the lock, and while
-# the service receives and grades, every re-take waits for the threads that hold it.
+# the service receives and grades, every re-take waits for the threads that hold it. (``WHERE true``:
+# an upsert from a SELECT needs a WHERE clause for SQLite to parse ON CONFLICT as the upsert's.)
 _UPSERT = f"""
 INSERT INTO trajectories ({", ".join(_COLUMNS)})
 {_rows_of(len(_COLUMNS))} WHERE true
