@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -114,6 +115,15 @@ def test_text_that_is_not_json(tmp_path: Path) -> None:
 def test_broken_gzip(tmp_path: Path) -> None:
     data = gzip.compress(b'{"resourceSpans": []}')[:-6]
     assert _error(_write(tmp_path, "t.json.gz", data)).reason.startswith("invalid gzip data")
+
+
+def test_broken_zstd(tmp_path: Path) -> None:
+    data = zstandard.ZstdCompressor().compress(b'{"resourceSpans": []}')[:-3]
+    assert _error(_write(tmp_path, "t.json.zst", data)).reason.startswith("invalid zstd data")
+    # A file exporter stream whose second frame is broken: the file is refused, not half read.
+    good = zstandard.ZstdCompressor().compress(json.dumps({"resourceSpans": []}).encode())
+    stream = b"".join(len(f).to_bytes(4) + f for f in (good, b"\x28\xb5\x2f\xfd broken"))
+    assert _error(_write(tmp_path, "stream.bin", stream)).reason.startswith("invalid zstd data")
 
 
 def test_directory_passes_over_other_json_but_not_broken_files(tmp_path: Path) -> None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import base64
 import gzip
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -233,7 +235,20 @@ def test_json_variants_in_the_wild_agree(request_message: ExportTraceServiceRequ
     assert comparable_all(views_from_otlp_json(doc)) == comparable_all(views_from_request(request_message))
 
 
+def _prefixed(frame: bytes) -> bytes:
+    return len(frame).to_bytes(4) + frame
+
+
+def _zstd_stream(raw: bytes) -> bytes:
+    """A zstd frame that does not state its size, as streaming compressors write them."""
+    out = io.BytesIO()
+    with zstandard.ZstdCompressor().stream_writer(out, closefd=False) as writer:
+        writer.write(raw)
+    return out.getvalue()
+
+
 def _write_forms(request: ExportTraceServiceRequest, directory: Path) -> list[Path]:
+    zstd = zstandard.ZstdCompressor()
     data = request.SerializeToString()
     spec = spec_json(request)
     parts = [ExportTraceServiceRequest(resource_spans=[rs]) for rs in request.resource_spans]
@@ -252,6 +267,14 @@ def _write_forms(request: ExportTraceServiceRequest, directory: Path) -> list[Pa
             len(raw).to_bytes(4) + raw for raw in (part.SerializeToString() for part in parts)
         ),
         "bom.json": b"\xef\xbb\xbf" + json.dumps(spec).encode(),
+        "trace.otlp.json.zst": zstd.compress(json.dumps(spec).encode()),
+        # A file of two zstd frames (zstd files concatenated), written without content sizes.
+        "trace.pb.zst": b"".join(
+            _zstd_stream(raw) for raw in (data[: len(data) // 2], data[len(data) // 2 :])
+        ),
+        # The file exporter with ``compression: zstd``: each request compressed, then length-prefixed.
+        "proto-zstd.bin": b"".join(_prefixed(zstd.compress(part.SerializeToString())) for part in parts),
+        "json-zstd.bin": b"".join(_prefixed(zstd.compress(json.dumps(h).encode())) for h in halves),
     }
     for name, content in forms.items():
         (directory / name).write_bytes(content)
@@ -279,6 +302,10 @@ def test_every_file_form_reads_the_same_views(
         "trace.pb.gz": "otlp-protobuf (gzip)",
         "delimited.bin": "otlp-protobuf delimited",
         "bom.json": "otlp-json",
+        "trace.otlp.json.zst": "otlp-json (zstd)",
+        "trace.pb.zst": "otlp-protobuf (zstd)",
+        "proto-zstd.bin": "otlp-protobuf delimited (zstd)",
+        "json-zstd.bin": "otlp-json delimited (zstd)",
     }
 
 
@@ -300,6 +327,6 @@ def test_directory_reads_each_span_once(request_message: ExportTraceServiceReque
     _write_forms(request_message, tmp_path)
     batch = read_trace_files([tmp_path])
     assert comparable_all(batch) == expected
-    # Nine files with trace suffixes (the one without an extension is not picked up) hold the same spans.
-    assert batch.duplicates == 8 * len(expected)
+    # 13 files with trace suffixes (the one without an extension is not picked up) hold the same spans.
+    assert batch.duplicates == 12 * len(expected)
     assert batch.malformed == 0

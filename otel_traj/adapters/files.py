@@ -1,9 +1,11 @@
 """Trace files: detect the format by content, decode to SpanViews, and say clearly what went wrong.
 
-Understood (and gzip-compressed versions of each): an OTLP protobuf ``ExportTraceServiceRequest``;
-a stream of them each prefixed with a 4-byte big-endian length (the Collector file exporter's
-``format: proto``); OTLP/JSON as one request, a list of them or JSON Lines (the Collector file
-exporter's default); Grafana Tempo exports; Jaeger JSON (query API, UI download, v3 API).
+Understood (and gzip- or zstd-compressed versions of each): an OTLP protobuf
+``ExportTraceServiceRequest``; a stream of them each prefixed with a 4-byte big-endian length (the
+Collector file exporter's ``format: proto``); OTLP/JSON as one request, a list of them or JSON Lines
+(the Collector file exporter's default); Grafana Tempo exports; Jaeger JSON (query API, UI download,
+v3 API). With ``compression: zstd`` the file exporter compresses every request on its own and
+length-prefixes the result, in either format: such streams are read too.
 
 Two kinds of trouble are kept apart. A file that cannot be read as traces at all raises
 ``TraceFileError`` naming the file and the reason. Single spans inside a readable file that lack ids
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import zstandard
 from google.protobuf.message import DecodeError
 
 from otel_traj.adapters.batch import SpanBatch
@@ -30,7 +33,9 @@ from otel_traj.adapters.otlp_json import is_otlp_json, views_from_otlp_json
 from otel_traj.adapters.otlp_proto import parse_request, views_from_request
 
 # What directory expansion picks up; files named explicitly are read whatever their name.
-TRACE_FILE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".otlp", ".bin", ".gz"})
+TRACE_FILE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".otlp", ".bin", ".gz", ".zst"})
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 _SHAPE_KEYS = "resourceSpans, batches, data, trace"
 _JSON_TYPES = {str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
@@ -150,10 +155,23 @@ def _delimited_frames(data: bytes) -> list[bytes] | None:
     return frames
 
 
+def _read_zstd_frames(frames: list[bytes]) -> tuple[SpanBatch, str]:
+    """The file exporter with ``compression: zstd``: each frame one compressed request, protobuf or JSON."""
+    batch = SpanBatch()
+    shapes = []
+    for frame in frames:
+        views, shape = _decode(_unzstd(frame))
+        batch.extend_batch(views)
+        shapes.append(shape)
+    return batch, f"{shapes[0]} delimited (zstd)"
+
+
 def _read_protobuf(data: bytes) -> tuple[SpanBatch, str]:
     # A plain request starts with field 1 (resource_spans, tag 0x0A); a length prefix of a message
     # under 16 MiB starts with a zero byte.
     frames = _delimited_frames(data) if data[:1] == b"\x00" else None
+    if frames and all(frame[:4] == _ZSTD_MAGIC for frame in frames):
+        return _read_zstd_frames(frames)
     batch = SpanBatch()
     try:
         for frame in frames if frames is not None else [data]:
@@ -203,6 +221,23 @@ def _gunzip(data: bytes) -> bytes:
         raise _Unreadable(f"invalid gzip data: {exc}") from None
 
 
+def _unzstd(data: bytes) -> bytes:
+    """Every zstd frame of ``data``, decompressed (frames need not state their size); a frame cut
+    short is an error, not a shorter file."""
+    out: list[bytes] = []
+    rest = data
+    try:
+        while rest:
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            out.append(frame.decompress(rest))
+            if not frame.eof:
+                raise _Unreadable("invalid zstd data: the last frame is cut short")
+            rest = frame.unused_data
+    except zstandard.ZstdError as exc:
+        raise _Unreadable(f"invalid zstd data: {exc}") from None
+    return b"".join(out)
+
+
 def read_trace_file(path: str | Path) -> TraceFile:
     """Read one trace file of any supported format; raises ``TraceFileError`` if it is not one."""
     path = Path(path)
@@ -211,9 +246,12 @@ def read_trace_file(path: str | Path) -> TraceFile:
     except OSError as exc:
         raise TraceFileError(path, f"cannot read: {exc.strerror or exc}") from None
     try:
-        if data[:2] == b"\x1f\x8b":
+        if data[:2] == _GZIP_MAGIC:
             views, shape = _decode(_gunzip(data))
             return TraceFile(path, f"{shape} (gzip)", views)
+        if data[:4] == _ZSTD_MAGIC:
+            views, shape = _decode(_unzstd(data))
+            return TraceFile(path, f"{shape} (zstd)", views)
         views, shape = _decode(data)
     except _Unreadable as exc:
         error = NotATraceFileError if exc.other_content else TraceFileError
