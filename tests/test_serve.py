@@ -21,6 +21,7 @@ from typing import Any
 
 import grpc
 import pytest
+import zstandard
 from google.rpc import status_pb2
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -217,10 +218,15 @@ def trace_ids_of(data: bytes) -> set[str]:
 # -- real framework fixtures: stored verdicts == offline verdicts --------------------------------------
 
 
-@pytest.mark.parametrize("transport", ["grpc", "http-protobuf", "http-json", "http-protobuf-gzip"])
+COMPRESS = {"gzip": gzip.compress, "zstd": zstandard.ZstdCompressor().compress}
+
+
+@pytest.mark.parametrize(
+    "transport", ["grpc", "http-protobuf", "http-json", "http-protobuf-gzip", "http-json-zstd"]
+)
 def test_fixture_verdicts_equal_offline_grade(served: Callable[..., Served], transport: str) -> None:
     server = served("--policy", str(POLICY))
-    ext = "otlp.json" if transport == "http-json" else "otlp.pb"
+    ext = "otlp.json" if transport.startswith("http-json") else "otlp.pb"
     paths = fixture_paths(ext)
     expected_ids: set[str] = set()
     for path in paths:
@@ -230,9 +236,10 @@ def test_fixture_verdicts_equal_offline_grade(served: Callable[..., Served], tra
             reply = server.export_raw(data)
             assert not reply.HasField("partial_success")
         else:
-            headers = {"Content-Encoding": "gzip"} if transport.endswith("gzip") else {}
-            body = gzip.compress(data) if headers else data
-            kind = "application/json" if transport == "http-json" else "application/x-protobuf"
+            encoding = transport.rsplit("-", 1)[-1]
+            headers = {"Content-Encoding": encoding} if encoding in COMPRESS else {}
+            body = COMPRESS[encoding](data) if headers else data
+            kind = "application/json" if ext == "otlp.json" else "application/x-protobuf"
             status, reply_headers, _ = server.post(body, kind, headers)
             assert status == 200
             assert reply_headers["content-type"] == kind
@@ -369,13 +376,16 @@ def test_invalid_payloads_are_400_and_invalid_argument(served: Callable[..., Ser
     assert status == 415
     status, _, _ = server.post(gzip.compress(b"abc")[:-6], headers={"Content-Encoding": "gzip"})
     assert status == 400
+    status, _, body = server.post(COMPRESS["zstd"](b"abc")[:-2], headers={"Content-Encoding": "zstd"})
+    assert status == 400
+    assert status_pb2.Status.FromString(body).message == "truncated zstd body"
     with pytest.raises(grpc.RpcError) as caught:
         server.export_raw(b"\xff\xff\xff not protobuf")
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert server.proc.poll() is None  # still serving
     reply = server.export_raw(ExportTraceServiceRequest().SerializeToString())
     assert not reply.HasField("partial_success")
-    assert server.metric("otel_traj_receiver_requests_total", transport="http", result="invalid") == 5
+    assert server.metric("otel_traj_receiver_requests_total", transport="http", result="invalid") == 6
     assert server.metric("otel_traj_receiver_requests_total", transport="grpc", result="invalid") == 1
     assert server.stop() == 0
 
@@ -422,13 +432,17 @@ def test_request_size_limit_is_413(served: Callable[..., Served]) -> None:
     assert len(bomb) < 100_000
     status, _, _ = server.post(bomb, headers={"Content-Encoding": "gzip"})
     assert status == 413
+    zstd_bomb = COMPRESS["zstd"](b"\0" * 50_000_000)
+    assert len(zstd_bomb) < 10_000
+    status, _, _ = server.post(zstd_bomb, headers={"Content-Encoding": "zstd"})
+    assert status == 413
     fits = (FIXTURES / "openai_v2" / "clean.otlp.pb").read_bytes()
     status, _, _ = server.post(fits)
     assert status == 200
     with pytest.raises(grpc.RpcError) as caught:
         server.export_raw(b"\0" * 150_000)
     assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert server.metric("otel_traj_receiver_requests_total", transport="http", result="too_large") == 2
+    assert server.metric("otel_traj_receiver_requests_total", transport="http", result="too_large") == 3
     assert server.stop() == 0
 
 
