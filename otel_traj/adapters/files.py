@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import zstandard
 from google.protobuf.message import DecodeError
 
+from otel_traj.adapters import zstd
 from otel_traj.adapters.batch import SpanBatch
 from otel_traj.adapters.jaeger import is_jaeger_json, views_from_jaeger
 from otel_traj.adapters.otlp_json import is_otlp_json, views_from_otlp_json
@@ -35,7 +35,6 @@ from otel_traj.adapters.otlp_proto import parse_request, views_from_request
 # What directory expansion picks up; files named explicitly are read whatever their name.
 TRACE_FILE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".otlp", ".bin", ".gz", ".zst"})
 _GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 _SHAPE_KEYS = "resourceSpans, batches, data, trace"
 _JSON_TYPES = {str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
@@ -170,7 +169,7 @@ def _read_protobuf(data: bytes) -> tuple[SpanBatch, str]:
     # A plain request starts with field 1 (resource_spans, tag 0x0A); a length prefix of a message
     # under 16 MiB starts with a zero byte.
     frames = _delimited_frames(data) if data[:1] == b"\x00" else None
-    if frames and all(frame[:4] == _ZSTD_MAGIC for frame in frames):
+    if frames and all(frame[:4] == zstd.MAGIC for frame in frames):
         return _read_zstd_frames(frames)
     batch = SpanBatch()
     try:
@@ -222,20 +221,10 @@ def _gunzip(data: bytes) -> bytes:
 
 
 def _unzstd(data: bytes) -> bytes:
-    """Every zstd frame of ``data``, decompressed (frames need not state their size); a frame cut
-    short is an error, not a shorter file."""
-    out: list[bytes] = []
-    rest = data
     try:
-        while rest:
-            frame = zstandard.ZstdDecompressor().decompressobj()
-            out.append(frame.decompress(rest))
-            if not frame.eof:
-                raise _Unreadable("invalid zstd data: the last frame is cut short")
-            rest = frame.unused_data
-    except zstandard.ZstdError as exc:
+        return zstd.decompress(data)
+    except zstd.ZstdDataError as exc:
         raise _Unreadable(f"invalid zstd data: {exc}") from None
-    return b"".join(out)
 
 
 def read_trace_file(path: str | Path) -> TraceFile:
@@ -249,7 +238,7 @@ def read_trace_file(path: str | Path) -> TraceFile:
         if data[:2] == _GZIP_MAGIC:
             views, shape = _decode(_gunzip(data))
             return TraceFile(path, f"{shape} (gzip)", views)
-        if data[:4] == _ZSTD_MAGIC:
+        if data[:4] == zstd.MAGIC:
             views, shape = _decode(_unzstd(data))
             return TraceFile(path, f"{shape} (zstd)", views)
         views, shape = _decode(data)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import zlib
 
-import zstandard
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from otel_traj.adapters import zstd
 from otel_traj.adapters.batch import SpanBatch
 from otel_traj.adapters.otlp_json import views_from_otlp_json
 from otel_traj.adapters.otlp_proto import parse_request, views_from_request
@@ -21,9 +21,6 @@ JSON = "application/json"
 # zlib's wbits: 16 + MAX_WBITS reads the gzip container, MAX_WBITS the zlib one ("deflate" in HTTP).
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 ENCODINGS = ("identity", *_WBITS, "zstd")
-# zstd input is fed this many bytes at a time: one step can expand at most ≈ 32,000-fold (RLE blocks),
-# so a small body cannot make the receiver hold more than ``limit`` + 32 MiB before it is refused.
-_ZSTD_STEP = 1024
 
 
 class TooLarge(ValueError):
@@ -52,25 +49,12 @@ def decompress(body: bytes, encoding: str, limit: int) -> bytes:
 
 
 def _unzstd(body: bytes, limit: int) -> bytes:
-    """The zstd frames of ``body`` (the Collector's ``compression: zstd``), at most ``limit`` bytes."""
-    out = bytearray()
-    frame: zstandard.ZstdDecompressionObj | None = None
     try:
-        for start in range(0, len(body), _ZSTD_STEP):
-            pending = body[start : start + _ZSTD_STEP]
-            while pending:
-                if frame is None or frame.eof:
-                    frame = zstandard.ZstdDecompressor().decompressobj()
-                out += frame.decompress(pending)
-                if len(out) > limit:
-                    raise TooLarge(f"decompressed request body exceeds the limit of {limit} bytes")
-                # A frame that ended inside this step leaves the start of the next one unused.
-                pending = frame.unused_data if frame.eof else b""
-    except zstandard.ZstdError as exc:
+        return zstd.decompress(body, limit)
+    except zstd.ZstdTooLarge:
+        raise TooLarge(f"decompressed request body exceeds the limit of {limit} bytes") from None
+    except zstd.ZstdDataError as exc:
         raise InvalidRequest(f"invalid zstd body: {exc}") from None
-    if frame is None or not frame.eof:
-        raise InvalidRequest("truncated zstd body")
-    return bytes(out)
 
 
 def decode_protobuf(data: bytes) -> SpanBatch:
