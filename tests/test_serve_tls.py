@@ -22,7 +22,7 @@ from tests.semconv_agent import emit
 from tests.test_serve import POLICY, Served, cli, provider, refund_for
 
 
-def write_pair(directory: Path, name: str) -> tuple[Path, Path]:
+def write_pair(directory: Path, name: str, passphrase: bytes | None = None) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 and localhost, and its key, as PEM files."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "otel-traj test")])
@@ -52,7 +52,9 @@ def write_pair(directory: Path, name: str) -> tuple[Path, Path]:
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
         key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(passphrase) if passphrase else serialization.NoEncryption(),
         )
     )
     return cert_path, key_path
@@ -106,4 +108,9 @@ def test_a_pair_that_does_not_load_stops_startup(tmp_path: Path) -> None:
     alone = cli("serve", "--tls-cert", str(cert), *ports)
     assert alone.returncode == 2
     assert "tls_cert and tls_key" in alone.stderr
-    assert mismatched.stdout == missing.stdout == alone.stdout == ""
+    # An encrypted key is refused at once (OpenSSL would otherwise prompt for its passphrase).
+    locked_cert, locked_key = write_pair(tmp_path, "locked", passphrase=b"secret")
+    locked = cli("serve", "--tls-cert", str(locked_cert), "--tls-key", str(locked_key), *ports)
+    assert locked.returncode == 2
+    assert "the key is encrypted" in locked.stderr
+    assert mismatched.stdout == missing.stdout == alone.stdout == locked.stdout == ""

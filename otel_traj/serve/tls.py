@@ -21,9 +21,22 @@ class TlsFiles:
 
 def load_tls(cert: str, key: str) -> TlsFiles:
     """The pair at ``cert`` / ``key``; ``ValueError`` naming both files if they do not load together."""
+    asked: list[bool] = []
+
+    def no_passphrase() -> bytes:
+        # Without a callback OpenSSL would prompt on the terminal and the service would hang.
+        asked.append(True)
+        return b""
+
     try:
-        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key, password=no_passphrase)
         return TlsFiles(Path(cert), Path(key), Path(cert).read_bytes(), Path(key).read_bytes())
     except (OSError, ssl.SSLError) as exc:
-        reason = exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
+        if asked:
+            reason = "the key is encrypted; otel-traj reads no passphrase, give it the key unencrypted"
+        elif isinstance(exc, ssl.SSLError):
+            reason = str(exc)
+        else:
+            reason = exc.strerror or str(exc)
         raise ValueError(f"TLS certificate {cert} with key {key}: {reason}") from None
