@@ -179,11 +179,13 @@ def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> Non
 
 @dataclass(slots=True, frozen=True)
 class Query:
-    """Filters of ``read_verdicts``; ``since_ns`` compares with the run's start time."""
+    """Filters of ``read_verdicts``; ``since_ns`` compares with the run's start time; ``failed``: runs
+    in which the check of that name failed (``scope``, ``case.tool_selection``, ...)."""
 
     since_ns: int | None = None
     agent: str | None = None
     outcome: str | None = None
+    failed: str | None = None
     limit: int | None = None
 
 
@@ -201,6 +203,10 @@ def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Itera
     if query.outcome is not None:
         where.append("outcome = ?")
         params.append(query.outcome)
+    if query.failed is not None:
+        # The (name, status) index of check_results answers this without reading any verdict.
+        where.append("trace_id IN (SELECT trace_id FROM check_results WHERE name = ? AND status = 'fail')")
+        params.append(query.failed)
     sql = "SELECT verdict FROM trajectories"
     if where:
         sql += " WHERE " + " AND ".join(where)

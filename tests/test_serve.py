@@ -263,6 +263,8 @@ def test_report_filters_by_outcome_and_time(served: Callable[..., Served]) -> No
     unsafe = report(server.store, "--outcome", "unsafe", "--since", "2000-01-01", "--agent", "support_agent")
     assert [v["trace_id"] for v in unsafe] == sorted(trace_ids_of(data))
     assert report(server.store, "--since", "2100-01-01T00:00:00") == []
+    assert [v["trace_id"] for v in report(server.store, "--failed", "scope")] == sorted(trace_ids_of(data))
+    assert report(server.store, "--failed", "no-such-check") == []
     table = cli("report", "--store", str(server.store))
     assert table.returncode == 0
     assert "unsafe" in table.stdout and "2 trajectories: 1 unsafe, 1 pass" in table.stdout

@@ -126,6 +126,9 @@ def test_filters(tmp_path: Path) -> None:
     assert ids(Query(since_ns=200 * NS)) == ["2", "3"]
     assert ids(Query(agent="a", outcome="unsafe", since_ns=150 * NS)) == ["3"]
     assert ids(Query(limit=1)) == ["1"]
+    assert ids(Query(failed="scope")) == ["2", "3"]  # the unsafe runs failed scope
+    assert ids(Query(failed="scope", agent="b")) == ["2"]
+    assert ids(Query(failed="budget")) == []  # it passed everywhere
 
 
 def test_parse_since() -> None:

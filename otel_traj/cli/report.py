@@ -55,6 +55,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--agent", help="only this agent (the agent name, else the service name)")
     parser.add_argument("--outcome", choices=OUTCOMES, help="only this outcome")
+    parser.add_argument("--failed", metavar="CHECK", help="only runs in which this check failed, e.g. scope")
     parser.add_argument("--limit", type=int, help="at most this many trajectories")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
@@ -92,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
     except (StoreError, OSError) as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return 2
-    query = Query(since_ns=args.since, agent=args.agent, outcome=args.outcome, limit=args.limit)
+    query = Query(
+        since_ns=args.since, agent=args.agent, outcome=args.outcome, failed=args.failed, limit=args.limit
+    )
     try:
         verdicts = list(read_verdicts(conn, query))
     except sqlite3.Error as exc:
