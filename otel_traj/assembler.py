@@ -99,6 +99,14 @@ class Assembler:
         # Span counts are written under this assembler's lock only, never the stats lock: no race.
         self._spans = self.stats.spans
 
+    def restart_in_child(self) -> None:
+        """After ``fork``: empty, with a lock of its own (the parent's runs are the parent's)."""
+        self._lock = threading.Lock()
+        self._buffers.clear()
+        self._done.clear()
+        self._live_dirty.clear()
+        self.open_spans.clear()
+
     # -- hot path -------------------------------------------------------------------------------
 
     def add_all(self, records: Sequence[SpanRecord], max_traces: int | None = None) -> bool:

@@ -117,5 +117,12 @@ class OpenSpans:
                     counts.pop(trace_id, None)
         return Drained(touched, plain, roots, candidates, unreadable)
 
+    def clear(self) -> None:
+        """Forget every span (a forked child: the parent's spans are the parent's). In place: the
+        span hooks hold the deques' bound ``append``."""
+        for queue in (self._starts, self.ended_spans, self._plain_ends, self._roots, self._malformed):
+            queue.clear()
+        self._open.clear()
+
     def is_open(self, trace_id: int) -> bool:
         return trace_id in self._open

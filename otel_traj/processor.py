@@ -74,7 +74,6 @@ class TrajectoryProcessor(SpanProcessor):
         self._started, self._ended = open_spans.started, open_spans.ended
         self._ended_spans, self._max_backlog = open_spans.ended_spans, config.max_backlog
         self._drain_at = min(DRAIN_AT, config.max_backlog)
-        self._wake = self.pipeline.wake
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
@@ -95,8 +94,9 @@ class TrajectoryProcessor(SpanProcessor):
     def _worker_behind(self, span: ReadableSpan) -> None:
         # Spans held longer than a few milliseconds outlive the application's young garbage
         # collections and keep its memory cold: wake the worker instead of waiting for its tick.
-        if not self._wake.is_set():
-            self._wake.set()
+        wake = self.pipeline.wake  # not kept: a forked child gets a new one
+        if not wake.is_set():
+            wake.set()
         if len(self._ended_spans) < self._max_backlog:
             self._ended(span)
         elif self._open_spans.ended_untriaged(span):

@@ -46,6 +46,11 @@ class PipelineStats:
         with self._lock:
             self.internal_errors += 1
 
+    def restart_in_child(self) -> None:
+        """After ``fork``: a lock the parent held at that moment would stay held here."""
+        self._lock = threading.Lock()
+        self.traces_in_flight = 0
+
     def snapshot(self) -> StatsSnapshot:
         with self._lock:
             return StatsSnapshot(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from langfuse.api import LangfuseAPI
 
+from otel_traj.forks import after_fork_in_child, leave_to_parent
 from otel_traj.redact import Redactor
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.langfuse_scores import WireScore, to_wire, validate_environment, verdict_scores
@@ -137,15 +138,10 @@ class LangfuseSink(Sink):
         self.backoff_max = backoff_max
         self.shutdown_timeout = shutdown_timeout
         self._redactor = Redactor(redact)
-        self._api = LangfuseAPI(
-            base_url=self.base_url,
-            username=public_key,
-            password=secret_key,
-            x_langfuse_public_key=public_key,
-            x_langfuse_sdk_name="otel-traj",
-            timeout=timeout,
-        )
-        self._transport = ScoreTransport(self._api, api_mode)
+        self._credentials = (public_key, secret_key)
+        self._timeout = timeout
+        self._api_mode: ApiMode = api_mode
+        self._api, self._transport = self._connect()
 
         self._cond = threading.Condition()
         self._queue: deque[WireScore] = deque(maxlen=max_queue)
@@ -158,8 +154,37 @@ class LangfuseSink(Sink):
         self._rejected = 0
         self._dropped = 0
         self._messages: dict[str, None] = {}
-        self._thread = threading.Thread(target=self._run, name="otel-traj-langfuse", daemon=True)
-        self._thread.start()
+        self._thread = self._start_delivery()
+        after_fork_in_child(self._restart_in_child)
+
+    def _connect(self) -> tuple[LangfuseAPI, ScoreTransport]:
+        public_key, secret_key = self._credentials
+        api = LangfuseAPI(
+            base_url=self.base_url,
+            username=public_key,
+            password=secret_key,
+            x_langfuse_public_key=public_key,
+            x_langfuse_sdk_name="otel-traj",
+            timeout=self._timeout,
+        )
+        return api, ScoreTransport(api, self._api_mode)
+
+    def _start_delivery(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name="otel-traj-langfuse", daemon=True)
+        thread.start()
+        return thread
+
+    def _restart_in_child(self) -> None:
+        """In a forked child: an HTTP client of its own (the parent's pool holds the parent's
+        sockets), an empty queue (the parent delivers what it queued) and a delivery thread."""
+        leave_to_parent(self._api)
+        self._api, self._transport = self._connect()
+        self._cond = threading.Condition()
+        self._queue.clear()
+        self._in_flight = 0
+        self._flush_waiters = 0
+        if not self._closing:
+            self._thread = self._start_delivery()
 
     # -- pipeline side -------------------------------------------------------------------------------
 
