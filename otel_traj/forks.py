@@ -21,7 +21,10 @@ _PARENTS_OWN: list[Any] = []
 
 
 def after_fork_in_child(method: Callable[[], None]) -> None:
-    """Call the bound ``method`` in every child forked from now on, as long as its object lives."""
+    """Call the bound ``method`` in every child forked from now on, as long as its object lives
+    (nothing to do where there is no ``fork``: Windows)."""
+    if not hasattr(os, "register_at_fork"):
+        return
     ref = weakref.WeakMethod(method)
 
     def hook() -> None:
