@@ -141,15 +141,23 @@ def _json_text(data: Any) -> str:
         return json.dumps(data, separators=(",", ":"), default=str)
 
 
+def _column_text(value: str | None) -> str | None:
+    """Text for an indexed column: valid UTF-8 even when the value holds lone surrogates (they would
+    reach SQLite as invalid bytes through the JSON escapes); the verdict JSON keeps them exactly."""
+    if value is None or value.isascii():
+        return value
+    return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 def _row(verdict: Verdict) -> tuple[Any, ...]:
     traj = verdict.trajectory
     data = verdict_to_dict(verdict)
     return (
         traj.trace_hex,
-        traj.agent_label,
-        traj.service_name,
-        traj.service_version,
-        traj.conversation_id,
+        _column_text(traj.agent_label),
+        _column_text(traj.service_name),
+        _column_text(traj.service_version),
+        _column_text(traj.conversation_id),
         verdict.outcome,
         verdict.score,
         verdict.policy_version,

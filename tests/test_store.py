@@ -90,6 +90,9 @@ def test_strings_with_lone_surrogates_are_stored_and_read_back(tmp_path: Path) -
     assert stored[v.trajectory.trace_hex]["attributes"] == {"app.file": "/data/r\udce9sum\u00e9.pdf"}
     assert stored[v.trajectory.trace_hex]["agent"] == "agent-\udcff"
     assert len(stored) == 2
+    # The indexed column holds valid text (SQL readers decode it); the verdict keeps the exact value.
+    agents = sorted(a for (a,) in conn.execute("SELECT agent FROM trajectories"))
+    assert agents == ["agent-\ufffd\ufffd\ufffd", "support_agent"]
     assert conn.execute("SELECT count(*) FROM check_results").fetchone()[0] == 4
 
 
