@@ -176,7 +176,7 @@ def compare(label: str, tree: Callable[[Tracer], int], trees: int, rounds: int) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trees", type=int, default=1500)
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     genai_app, genai_wall = compare("GenAI agent trees (13 spans)", agent_tree, args.trees, args.rounds)
     plain_app, plain_wall = compare("non-GenAI spans (HTTP + DB)", http_tree, args.trees * 3, args.rounds)
