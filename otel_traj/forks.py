@@ -11,6 +11,7 @@ The OpenTelemetry SDK's batch processors do the same.
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -38,3 +39,10 @@ def after_fork_in_child(method: Callable[[], None]) -> None:
 def leave_to_parent(obj: Any) -> None:
     """Keep ``obj`` (a connection or client of the parent) alive and untouched in this child."""
     _PARENTS_OWN.append(obj)
+
+
+def start_daemon(target: Callable[[], None], name: str) -> threading.Thread:
+    """Start the background thread of such a component (at construction, and again in a child)."""
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    return thread

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from otel_traj.assembler import Assembler, Finished, LiveBatch
 from otel_traj.builder import TraceContext, build_trajectory
 from otel_traj.config import AssemblerConfig
-from otel_traj.forks import after_fork_in_child
+from otel_traj.forks import after_fork_in_child, start_daemon
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
@@ -77,14 +77,9 @@ class Pipeline:
         self.wake = threading.Event()
         self._work_lock = threading.Lock()
         self._stopping = False
-        self._worker = self._start_worker()
+        self._worker = start_daemon(self._run, "otel-traj-worker")
         # Registered after the sinks' own hooks (they were built first): in a child they restart first.
         after_fork_in_child(self._restart_in_child)
-
-    def _start_worker(self) -> threading.Thread:
-        worker = threading.Thread(target=self._run, name="otel-traj-worker", daemon=True)
-        worker.start()
-        return worker
 
     def _restart_in_child(self) -> None:
         """In a forked child: no runs, fresh locks, and a worker again (the parent's is gone)."""
@@ -94,7 +89,7 @@ class Pipeline:
         self.assembler.restart_in_child()
         self._live_checkers.clear()
         if not self._stopping:
-            self._worker = self._start_worker()
+            self._worker = start_daemon(self._run, "otel-traj-worker")
 
     def add_callback(self, callback: VerdictCallback) -> None:
         self._callbacks.append(callback)

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from otel_traj.forks import after_fork_in_child, leave_to_parent
+from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.base import Sink
 from otel_traj.verdict import Verdict
@@ -250,13 +250,8 @@ class SqliteSink(Sink):
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queue)
         self._closed = False
         self.written = 0
-        self._thread = self._start_writer()
+        self._thread = start_daemon(self._run, "otel-traj-sqlite")
         after_fork_in_child(self._restart_in_child)
-
-    def _start_writer(self) -> threading.Thread:
-        thread = threading.Thread(target=self._run, name="otel-traj-sqlite", daemon=True)
-        thread.start()
-        return thread
 
     def _restart_in_child(self) -> None:
         """In a forked child: a connection, queue and writer of its own; what the parent queued is
@@ -271,7 +266,7 @@ class SqliteSink(Sink):
             logger.exception("the store %s cannot be opened in this forked process", self.path)
             self._closed = True
             return
-        self._thread = self._start_writer()
+        self._thread = start_daemon(self._run, "otel-traj-sqlite")
 
     def export(self, verdict: Verdict) -> None:
         if self._closed:

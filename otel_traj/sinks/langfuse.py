@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from langfuse.api import LangfuseAPI
 
-from otel_traj.forks import after_fork_in_child, leave_to_parent
+from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
 from otel_traj.redact import Redactor
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.langfuse_scores import WireScore, to_wire, validate_environment, verdict_scores
@@ -154,7 +154,7 @@ class LangfuseSink(Sink):
         self._rejected = 0
         self._dropped = 0
         self._messages: dict[str, None] = {}
-        self._thread = self._start_delivery()
+        self._thread = start_daemon(self._run, "otel-traj-langfuse")
         after_fork_in_child(self._restart_in_child)
 
     def _connect(self) -> tuple[LangfuseAPI, ScoreTransport]:
@@ -169,11 +169,6 @@ class LangfuseSink(Sink):
         )
         return api, ScoreTransport(api, self._api_mode)
 
-    def _start_delivery(self) -> threading.Thread:
-        thread = threading.Thread(target=self._run, name="otel-traj-langfuse", daemon=True)
-        thread.start()
-        return thread
-
     def _restart_in_child(self) -> None:
         """In a forked child: an HTTP client of its own (the parent's pool holds the parent's
         sockets), an empty queue (the parent delivers what it queued) and a delivery thread."""
@@ -184,7 +179,7 @@ class LangfuseSink(Sink):
         self._in_flight = 0
         self._flush_waiters = 0
         if not self._closing:
-            self._thread = self._start_delivery()
+            self._thread = start_daemon(self._run, "otel-traj-langfuse")
 
     # -- pipeline side -------------------------------------------------------------------------------
 
