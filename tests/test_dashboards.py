@@ -15,7 +15,7 @@ import yaml
 from prometheus_client.samples import Sample
 
 from otel_traj.grader import Grader
-from otel_traj.serve.health import ReceiverCollector
+from otel_traj.serve.health import register_service_metrics
 from otel_traj.serve.ingest import ReceiverStats
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.stats import PipelineStats
@@ -96,7 +96,7 @@ def exposed_samples() -> list[Sample]:
     """Every series of the sink's registry, as ``otel-traj serve`` exposes it, once each kind of
     metric has a sample."""
     sink = PrometheusSink()
-    sink.registry.register(ReceiverCollector(ReceiverStats()))
+    register_service_metrics(sink.registry, ReceiverStats())
     stats = PipelineStats()
     sink.attach(stats)
     stats.count_dropped("queue_full")
@@ -199,5 +199,6 @@ def test_dashboard_has_the_panels_operators_need() -> None:
         "pipeline health",
         "dropped",
         "sink errors",
+        "memory (otel-traj serve)",
     ):
         assert needle in titles, needle

@@ -10,12 +10,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, make_asgi_app
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    make_asgi_app,
+)
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from otel_traj.serve.http_receiver import Receive, Scope, Send
 from otel_traj.serve.ingest import REQUEST_RESULTS, ReceiverStats
+
+
+def register_service_metrics(registry: CollectorRegistry, stats: ReceiverStats) -> None:
+    """What the service adds to the Prometheus sink's registry: its receiver and reload counters, and
+    its process (memory, CPU, file descriptors, GC, ``python_info``) as every client exposes it."""
+    registry.register(ReceiverCollector(stats))
+    for collector in (ProcessCollector, PlatformCollector, GCCollector):
+        collector(registry=registry)
 
 
 class ReceiverCollector(Collector):

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from types import FrameType
 
 import uvicorn
-from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+from prometheus_client import CollectorRegistry
 
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import PolicyError
 from otel_traj.serve.grpc_receiver import GrpcReceiver
-from otel_traj.serve.health import HealthApp, ReceiverCollector
+from otel_traj.serve.health import HealthApp, register_service_metrics
 from otel_traj.serve.http_receiver import OtlpHttpApp
 from otel_traj.serve.ingest import Ingest
 from otel_traj.serve.policy_holder import PolicyHolder
@@ -109,10 +109,7 @@ class Service:
         )
         self.ingest = Ingest(self.pipeline, settings.retry_after_s)
         registry: CollectorRegistry = self.prometheus.registry
-        registry.register(ReceiverCollector(self.ingest.stats))
-        # The service owns its process: memory, CPU, file descriptors and GC next to its own metrics.
-        for collector in (ProcessCollector, PlatformCollector, GCCollector):
-            collector(registry=registry)
+        register_service_metrics(registry, self.ingest.stats)
         self._ready = False
         self._stopped = False
         self._grpc: GrpcReceiver | None = None
