@@ -175,22 +175,6 @@ class Served:
             return error.code, dict(error.headers), error.read()
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Callable[..., Served]]:
-    started: list[Served] = []
-
-    def start(*args: str, store: Path | None = None) -> Served:
-        server = Served(tmp_path, *args, store=store)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        if server.proc.poll() is None:
-            server.proc.kill()
-            server.proc.wait()
-
-
 def fixture_paths(ext: str) -> list[Path]:
     return [FIXTURES / f / f"{s}.{ext}" for f in FRAMEWORKS for s in ("clean", "violating")]
 

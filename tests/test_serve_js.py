@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -16,17 +15,9 @@ from tests.test_serve import POLICY, ROOT, Served
 PROJECT = ROOT / "tests" / "otlp_js"
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Served]:
-    served = Served(tmp_path, "--policy", str(POLICY))
-    yield served
-    if served.proc.poll() is None:
-        served.proc.kill()
-        served.proc.wait()
-
-
 @pytest.mark.parametrize("protocol", ["grpc", "http/protobuf", "http/json"])
-def test_javascript_sdk_exporters_work_unchanged(server: Served, protocol: str) -> None:
+def test_javascript_sdk_exporters_work_unchanged(served: Callable[..., Served], protocol: str) -> None:
+    server = served("--policy", str(POLICY))
     node = shutil.which("node")
     assert node is not None, "Node.js is required (.ci/run installs it)"
     assert (PROJECT / "node_modules").is_dir(), "run `make test`: it installs tests/otlp_js/node_modules"

@@ -17,9 +17,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_traj.serve.service import GC_GEN0_THRESHOLD, tune_gc
 from tests.semconv_agent import emit
-from tests.test_serve import FIXTURES, POLICY, Served, provider, refund_for, served, trace_ids_of, wait_for
-
-__all__ = ["served"]  # the fixture, imported so pytest finds it here
+from tests.test_serve import FIXTURES, POLICY, Served, provider, refund_for, trace_ids_of, wait_for
 
 
 def test_sigterm_grades_what_is_buffered_and_a_restart_keeps_it(

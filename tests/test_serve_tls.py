@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -61,38 +62,36 @@ def write_pair(directory: Path, name: str, passphrase: bytes | None = None) -> t
 
 
 def test_sdk_exporters_deliver_over_tls_and_plaintext_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    served: Callable[..., Served], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # requests lets these override the session's CA file, i.e. the exporter's certificate_file.
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     cert, key = write_pair(tmp_path, "server")
-    server = Served(tmp_path, "--policy", str(POLICY), "--tls-cert", str(cert), "--tls-key", str(key))
-    try:
-        tp, _ = provider("support-agent")
-        trusted = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
-        grpc_exporter = GrpcExporter(endpoint=f"https://127.0.0.1:{server.grpc_port}", credentials=trusted)
-        http_exporter = HttpExporter(
-            endpoint=f"https://127.0.0.1:{server.http_port}/v1/traces", certificate_file=str(cert)
-        )
-        grpc_tp, _ = provider("support-agent")
-        grpc_tp.add_span_processor(SimpleSpanProcessor(grpc_exporter))
-        tp.add_span_processor(SimpleSpanProcessor(http_exporter))
-        over_grpc = f"{emit(grpc_tp.get_tracer('agent'), refund_for('C023')):032x}"
-        over_http = f"{emit(tp.get_tracer('agent'), refund_for('C028')):032x}"
-        verdicts = server.wait_verdicts({over_grpc, over_http})
-        assert verdicts[over_grpc]["outcome"] != verdicts[over_http]["outcome"]  # C028 breaks scope
-        grpc_tp.shutdown()
-        tp.shutdown()
+    server = served("--policy", str(POLICY), "--tls-cert", str(cert), "--tls-key", str(key))
+    tp, _ = provider("support-agent")
+    trusted = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+    grpc_exporter = GrpcExporter(endpoint=f"https://127.0.0.1:{server.grpc_port}", credentials=trusted)
+    http_exporter = HttpExporter(
+        endpoint=f"https://127.0.0.1:{server.http_port}/v1/traces", certificate_file=str(cert)
+    )
+    grpc_tp, _ = provider("support-agent")
+    grpc_tp.add_span_processor(SimpleSpanProcessor(grpc_exporter))
+    tp.add_span_processor(SimpleSpanProcessor(http_exporter))
+    over_grpc = f"{emit(grpc_tp.get_tracer('agent'), refund_for('C023')):032x}"
+    over_http = f"{emit(tp.get_tracer('agent'), refund_for('C028')):032x}"
+    verdicts = server.wait_verdicts({over_grpc, over_http})
+    assert verdicts[over_grpc]["outcome"] != verdicts[over_http]["outcome"]  # C028 breaks scope
+    grpc_tp.shutdown()
+    tp.shutdown()
 
-        # No silent downgrade: a plaintext gRPC call never reaches the service.
-        received = server.metric("otel_traj_receiver_requests_total", transport="grpc", result="ok")
-        with pytest.raises(grpc.RpcError) as refused:
-            server.export_raw(b"")
-        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-        assert server.metric("otel_traj_receiver_requests_total", transport="grpc", result="ok") == received
-    finally:
-        assert server.stop() == 0
+    # No silent downgrade: a plaintext gRPC call never reaches the service.
+    received = server.metric("otel_traj_receiver_requests_total", transport="grpc", result="ok")
+    with pytest.raises(grpc.RpcError) as refused:
+        server.export_raw(b"")
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert server.metric("otel_traj_receiver_requests_total", transport="grpc", result="ok") == received
+    assert server.stop() == 0
 
 
 def test_a_pair_that_does_not_load_stops_startup(tmp_path: Path) -> None:
