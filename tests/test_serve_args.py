@@ -19,6 +19,8 @@ FLAGS = [
     "--metrics-port=19464",
     "--store=v.db",
     "--auth-token=secret",
+    "--tls-cert=c.pem",
+    "--tls-key=k.pem",
     "--max-request-bytes=2048",
     "--retry-after=2.5",
     "--grace=0.25",
@@ -45,6 +47,8 @@ def test_every_flag_sets_its_field() -> None:
         metrics_port=19464,
         store="v.db",
         auth_token="secret",
+        tls_cert="c.pem",
+        tls_key="k.pem",
         max_request_bytes=2048,
         retry_after_s=2.5,
         store_queue=11,
@@ -58,3 +62,10 @@ def test_unset_flags_keep_the_environment_defaults(monkeypatch: pytest.MonkeyPat
     settings = serve.settings_from_args(parse("--http-port=0"))
     assert (settings.grpc_port, settings.http_port, settings.assembler.ttl_s) == (24317, 0, 45.0)
     assert settings == ServeSettings(http_port=0)
+
+
+def test_log_format_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse().log_format == "text"
+    monkeypatch.setenv("OTEL_TRAJ_LOG_FORMAT", "json")
+    assert parse().log_format == "json"
+    assert parse("--log-format=text").log_format == "text"

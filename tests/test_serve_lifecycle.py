@@ -4,6 +4,7 @@ policy, and a flood meets the OTLP retryable status without losing or double-cou
 from __future__ import annotations
 
 import gc
+import json
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -208,3 +209,14 @@ def test_tune_gc_freezes_startup_objects_and_raises_the_young_threshold() -> Non
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
+
+
+def test_json_logs_are_one_object_per_line(served: Callable[..., Served]) -> None:
+    server = served("--log-format", "json")
+    assert server.stop() == 0
+    records = [json.loads(line) for line in server.log.read_text().splitlines() if line.strip()]
+    shutdown = {"logger": "otel_traj.serve", "level": "INFO", "message": "received SIGTERM, shutting down"}
+    assert any(shutdown.items() <= record.items() for record in records), records
+    for record in records:
+        assert set(record) >= {"time", "level", "logger", "message"}
+        assert record["time"].endswith("Z")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import logging
+import os
 import sys
 from dataclasses import fields, replace
 from typing import Any
 
+from otel_traj.cli.logs import LOG_FORMATS, configure_logging
 from otel_traj.config import AssemblerConfig
 from otel_traj.policy import PolicyError
 from otel_traj.serve.service import Ports, Service
@@ -68,6 +69,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--max-steps", type=int, help="steps kept per trace")
     parser.add_argument("--store-queue", type=int, help="verdicts waiting for the store writer")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.add_argument(
+        "--log-format",
+        default=os.environ.get("OTEL_TRAJ_LOG_FORMAT", "text"),
+        choices=LOG_FORMATS,
+        help="text, or one JSON object per line for log pipelines (env OTEL_TRAJ_LOG_FORMAT)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -84,7 +91,7 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level, args.log_format)
     try:
         settings = settings_from_args(args)
         service = Service(settings)
