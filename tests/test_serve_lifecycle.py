@@ -110,7 +110,10 @@ def test_refused_requests_succeed_on_retry_once_capacity_frees(served: Callable[
     server = served("--max-traces", "4", "--retry-after", "0.3")
     held = _runs(4)
     waiting = _runs(2, offset=100)
+    # One exporter per thread, as the SDK's batch processor uses them: on UNAVAILABLE the gRPC exporter
+    # closes and reopens its channel, which a call from another thread could meet closed.
     grpc_exporter = _exporter(server, "grpc")
+    refused_grpc_exporter = _exporter(server, "grpc")
     http_exporter = _exporter(server, "http")
     # Four traces without their roots fill the receiver: they stay until their roots arrive.
     for _, spans in held:
@@ -122,7 +125,7 @@ def test_refused_requests_succeed_on_retry_once_capacity_frees(served: Callable[
         results[transport] = exporter.export(spans)
 
     threads = [
-        threading.Thread(target=export, args=("grpc", grpc_exporter, waiting[0][1])),
+        threading.Thread(target=export, args=("grpc", refused_grpc_exporter, waiting[0][1])),
         threading.Thread(target=export, args=("http", http_exporter, waiting[1][1])),
     ]
     for thread in threads:
