@@ -16,6 +16,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,8 @@ FIXTURES = ROOT / "tests" / "fixtures" / "real"
 POLICY = ROOT / "examples" / "policies" / "support_agent.yaml"
 STARTED = re.compile(r"grpc=\S+:(\d+) http=\S+:(\d+) metrics=\S+:(\d+)")
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+# What faulthandler writes for each thread when serve gets SIGUSR1.
+STACK_DUMP = "(most recent call first)"
 FRAMEWORKS = sorted(p.name for p in FIXTURES.iterdir() if (p / "clean.otlp.pb").exists())
 
 
@@ -124,7 +127,18 @@ class Served:
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=60)
+        try:
+            code = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            # Stuck: have it write every thread's stack to its log, then fail with the log.
+            self.proc.send_signal(signal.SIGUSR1)
+            with suppress(AssertionError):
+                wait_for(lambda: STACK_DUMP in self.log.read_text(), timeout=5, what="a stack dump")
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(
+                f"serve did not exit within 60 s of SIGTERM:\n{self.log.read_text()}"
+            ) from None
         assert self.proc.stdout is not None
         self.proc.stdout.close()
         return code

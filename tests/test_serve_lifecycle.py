@@ -18,7 +18,16 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_traj.serve.service import GC_GEN0_THRESHOLD, tune_gc
 from tests.semconv_agent import emit
-from tests.test_serve import FIXTURES, POLICY, Served, provider, refund_for, trace_ids_of, wait_for
+from tests.test_serve import (
+    FIXTURES,
+    POLICY,
+    STACK_DUMP,
+    Served,
+    provider,
+    refund_for,
+    trace_ids_of,
+    wait_for,
+)
 
 
 def test_sigterm_grades_what_is_buffered_and_a_restart_keeps_it(
@@ -223,3 +232,13 @@ def test_json_logs_are_one_object_per_line(served: Callable[..., Served]) -> Non
     for record in records:
         assert set(record) >= {"time", "level", "logger", "message"}
         assert record["time"].endswith("Z")
+
+
+def test_sigusr1_dumps_every_thread_and_the_service_goes_on(served: Callable[..., Served]) -> None:
+    server = served()
+    server.signal(signal.SIGUSR1)
+    wait_for(lambda: STACK_DUMP in server.log.read_text(), what="the stack dump")
+    dump = server.log.read_text()
+    assert "otel_traj/pipeline.py" in dump  # the grading worker's thread is among them
+    assert server.metric("otel_traj_traces_in_flight") == 0  # still serving
+    assert server.stop() == 0

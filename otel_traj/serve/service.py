@@ -8,6 +8,7 @@ only waits for signals: SIGTERM/SIGINT stop the service gracefully, SIGHUP reloa
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import gc
 import logging
 import os
@@ -211,7 +212,8 @@ class Service:
             self._http_app.close()
 
     def run(self, on_started: Callable[[Ports], None]) -> int:
-        """Start, then block until SIGTERM or SIGINT (SIGHUP reloads the policy); returns 0."""
+        """Start, then block until SIGTERM or SIGINT (SIGHUP reloads the policy; SIGUSR1 writes every
+        thread's stack to stderr, for a service that seems stuck); returns 0."""
         wake = threading.Event()
         pending: list[int] = []
 
@@ -221,6 +223,7 @@ class Service:
 
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, handle)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         tune_gc()
         ports = self.start()
         on_started(ports)
