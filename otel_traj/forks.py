@@ -10,11 +10,14 @@ The OpenTelemetry SDK's batch processors do the same.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
+
+logger = logging.getLogger("otel_traj")
 
 # Objects inherited from the parent that must never be closed in the child (SQLite forbids using a
 # connection across fork, and closing it is a use); kept here so their finalizers never run.
@@ -27,11 +30,16 @@ def after_fork_in_child(method: Callable[[], None]) -> None:
     if not hasattr(os, "register_at_fork"):
         return
     ref = weakref.WeakMethod(method)
+    name = getattr(method, "__qualname__", repr(method))  # a name only: no reference to the object
 
     def hook() -> None:
         bound = ref()
-        if bound is not None:
+        if bound is None:
+            return
+        try:
             bound()
+        except Exception:
+            logger.exception("%s failed in forked process %d", name, os.getpid())
 
     os.register_at_fork(after_in_child=hook)
 
