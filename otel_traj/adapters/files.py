@@ -129,15 +129,20 @@ def _read_json(data: bytes) -> tuple[SpanBatch, str]:
     except UnicodeDecodeError as exc:
         reason = f"neither OTLP protobuf nor UTF-8 JSON (invalid byte at offset {exc.start})"
         raise _Unreadable(reason) from None
-    batch = SpanBatch()
-    shapes: list[str] = []
-    for doc in _json_documents(text):
-        views, shape = views_from_json(doc)
-        batch.extend_batch(views)
-        shapes.append(shape)
+    batch, shapes = _joined(views_from_json(doc) for doc in _json_documents(text))
     if not shapes:
         raise _Unreadable("empty file")
     return batch, shapes[0] + (" lines" if len(shapes) > 1 else "")
+
+
+def _joined(parts: Iterable[tuple[SpanBatch, str]]) -> tuple[SpanBatch, list[str]]:
+    """The views of several documents of one file as one batch, and each document's shape."""
+    batch = SpanBatch()
+    shapes: list[str] = []
+    for views, shape in parts:
+        batch.extend_batch(views)
+        shapes.append(shape)
+    return batch, shapes
 
 
 def _delimited_frames(data: bytes) -> list[bytes] | None:
@@ -156,12 +161,7 @@ def _delimited_frames(data: bytes) -> list[bytes] | None:
 
 def _read_zstd_frames(frames: list[bytes]) -> tuple[SpanBatch, str]:
     """The file exporter with ``compression: zstd``: each frame one compressed request, protobuf or JSON."""
-    batch = SpanBatch()
-    shapes = []
-    for frame in frames:
-        views, shape = _decode(_unzstd(frame))
-        batch.extend_batch(views)
-        shapes.append(shape)
+    batch, shapes = _joined(_decode(_unzstd(frame)) for frame in frames)
     return batch, f"{shapes[0]} delimited (zstd)"
 
 
