@@ -170,23 +170,37 @@ class Served:
     def export_raw(
         self, data: bytes, metadata: tuple[tuple[str, str], ...] = ()
     ) -> ExportTraceServiceResponse:
-        with grpc.insecure_channel(self.grpc_target) as channel:
-            call = channel.unary_unary(
-                EXPORT, request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString
-            )
-            return call(data, metadata=metadata, timeout=10)
+        return export_raw(self.grpc_target, data, metadata)
 
     def post(
         self, body: bytes, content_type: str = "application/x-protobuf", headers: dict[str, str] | None = None
     ) -> tuple[int, dict[str, str], bytes]:
-        request = urllib.request.Request(
-            self.http_url, data=body, method="POST", headers={"Content-Type": content_type, **(headers or {})}
+        return post(self.http_url, body, content_type, headers)
+
+
+def export_raw(
+    target: str, data: bytes, metadata: tuple[tuple[str, str], ...] = ()
+) -> ExportTraceServiceResponse:
+    """One ``TraceService/Export`` call with ``data`` as the request bytes, as sent."""
+    with grpc.insecure_channel(target) as channel:
+        call = channel.unary_unary(
+            EXPORT, request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString
         )
-        try:
-            with urllib.request.urlopen(request, timeout=10) as reply:
-                return reply.status, dict(reply.headers), reply.read()
-        except urllib.error.HTTPError as error:
-            return error.code, dict(error.headers), error.read()
+        return call(data, metadata=metadata, timeout=10)
+
+
+def post(
+    url: str, body: bytes, content_type: str = "application/x-protobuf", headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """``(status, headers, body)`` of one OTLP/HTTP POST, error statuses included."""
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": content_type, **(headers or {})}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, dict(reply.headers), reply.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
 
 
 def fixture_paths(ext: str) -> list[Path]:
