@@ -237,8 +237,10 @@ def test_json_logs_are_one_object_per_line(served: Callable[..., Served]) -> Non
 def test_sigusr1_dumps_every_thread_and_the_service_goes_on(served: Callable[..., Served]) -> None:
     server = served()
     server.signal(signal.SIGUSR1)
-    wait_for(lambda: STACK_DUMP in server.log.read_text(), what="the stack dump")
-    dump = server.log.read_text()
-    assert "otel_traj/pipeline.py" in dump  # the grading worker's thread is among them
+    # The process writes the dump thread by thread: wait until the grading worker's is in it.
+    wait_for(
+        lambda: STACK_DUMP in (dump := server.log.read_text()) and "otel_traj/pipeline.py" in dump,
+        what="the grading worker's stack in the dump",
+    )
     assert server.metric("otel_traj_traces_in_flight") == 0  # still serving
     assert server.stop() == 0
