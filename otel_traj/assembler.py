@@ -356,6 +356,11 @@ class Assembler:
     def in_flight(self) -> int:
         return len(self._buffers)
 
+    @property
+    def idle(self) -> bool:
+        """No trace in flight and, in-process, no span open or queued: nothing can become ready."""
+        return not self._buffers and self.open_spans.idle
+
 
 def _root_ended(buf: _Buffer, span_id: int, start_ns: int, end_ns: int) -> None:
     ctx = buf.context

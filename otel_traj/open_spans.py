@@ -126,3 +126,15 @@ class OpenSpans:
 
     def is_open(self, trace_id: int) -> bool:
         return trace_id in self._open
+
+    @property
+    def idle(self) -> bool:
+        """No span open and nothing queued for the worker."""
+        return not (
+            self._open
+            or self._starts
+            or self.ended_spans
+            or self._plain_ends
+            or self._roots
+            or self._malformed
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -18,11 +19,13 @@ from otel_traj.pipeline import Pipeline, ungraded
 from otel_traj.processor import DRAIN_AT, TrajectoryProcessor
 from otel_traj.sampling import RecordAllSampler
 from otel_traj.serialize import trajectory_to_dict
+from otel_traj.serve.ingest import Ingest
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import Verdict
 from tests.semconv_agent import Call, Run, Turn, clean_refund, emit
 
+REAL = Path(__file__).parent / "fixtures" / "real"
 RESOURCE = Resource.create({"service.name": "support-svc", "service.version": "2.1.0"})
 
 
@@ -279,3 +282,30 @@ def test_a_run_that_fails_to_grade_does_not_drop_the_others() -> None:
     pipeline.shutdown()
     assert sorted(v.trajectory.trace_id for v in verdicts) == [2, 3]
     assert pipeline.stats.internal_errors == 1
+
+
+def test_the_worker_of_an_idle_process_sleeps_longer_than_its_tick() -> None:
+    h = Harness(AssemblerConfig(grace_s=60, ttl_s=600))
+    pipeline = h.processor.pipeline
+    assert pipeline.next_wait() == 0.25
+    span = h.tracer.start_span("GET /orders")
+    # The start is queued for the worker: it looks again within its tick.
+    assert pipeline.next_wait() == 0.02
+    span.end()
+    emit(h.tracer, clean_refund())
+    assert pipeline.next_wait() == 0.02
+    assert len(h.flush()) == 1
+    assert pipeline.next_wait() == 0.25
+
+
+def test_the_receiver_wakes_an_idle_worker() -> None:
+    # A worker that, idle, would sleep an hour: only the receiver's wake gets the run graded.
+    graded = threading.Event()
+    pipeline = Pipeline(
+        callbacks=[lambda verdict: graded.set()], config=AssemblerConfig(grace_s=0), idle_tick_s=3600
+    )
+    assert pipeline.next_wait() == 3600
+    ingest = Ingest(pipeline)
+    ingest.accept(views_from_bytes((REAL / "pydantic_ai" / "clean.otlp.pb").read_bytes()))
+    assert graded.wait(30)
+    pipeline.shutdown()

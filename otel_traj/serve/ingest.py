@@ -139,11 +139,15 @@ class Ingest:
         with self._lock:
             if self._closed:
                 raise Refused("shutting down", self.retry_after_s)
+            was_idle = self.assembler.idle
             if not self.assembler.add_all(records, self.max_traces):
                 raise Refused(
                     f"{self.assembler.in_flight} traces in flight, the limit is {self.max_traces}",
                     self.retry_after_s,
                 )
+        if was_idle:
+            # The worker of an idle service sleeps longer than its tick: the first request wakes it.
+            self.pipeline.wake.set()
         if batch.malformed:
             self.pipeline.stats.count_spans("malformed", batch.malformed)
         return Accepted(spans=len(batch), rejected=batch.malformed)
