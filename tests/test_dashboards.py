@@ -17,6 +17,7 @@ from prometheus_client.samples import Sample
 from otel_traj.grader import Grader
 from otel_traj.serve.health import register_service_metrics
 from otel_traj.serve.ingest import ReceiverStats
+from otel_traj.serve.tls import ServedCertificate, TlsFiles
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.stats import PipelineStats
 from tests.support_trajectories import example_policy, violating_run
@@ -93,10 +94,11 @@ def metric_names(expr: str) -> set[str]:
 
 
 def exposed_samples() -> list[Sample]:
-    """Every series of the sink's registry, as ``otel-traj serve`` exposes it, once each kind of
-    metric has a sample."""
+    """Every series of the sink's registry, as ``otel-traj serve`` exposes it (TLS on), once each
+    kind of metric has a sample."""
     sink = PrometheusSink()
-    register_service_metrics(sink.registry, ReceiverStats())
+    pair = ServedCertificate(TlsFiles(Path("tls.crt"), Path("tls.key"), b"", b""))
+    register_service_metrics(sink.registry, ReceiverStats(), pair)
     stats = PipelineStats()
     sink.attach(stats)
     stats.count_dropped("queue_full")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
+import ssl
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tests.semconv_agent import emit
-from tests.test_serve import POLICY, Served, cli, provider, refund_for
+from tests.test_serve import EXPORT, POLICY, Served, cli, provider, refund_for
 
 
 def write_pair(directory: Path, name: str, passphrase: bytes | None = None) -> tuple[Path, Path]:
@@ -113,3 +115,73 @@ def test_a_pair_that_does_not_load_stops_startup(tmp_path: Path) -> None:
     assert locked.returncode == 2
     assert "the key is encrypted" in locked.stderr
     assert mismatched.stdout == missing.stdout == alone.stdout == locked.stdout == ""
+
+
+def served_certificate(port: int) -> bytes:
+    """The certificate a TLS handshake with the HTTP port presents (DER), without verifying it."""
+    return ssl.PEM_cert_to_DER_cert(ssl.get_server_certificate(("127.0.0.1", port)))
+
+
+def der(cert: Path) -> bytes:
+    return ssl.PEM_cert_to_DER_cert(cert.read_text())
+
+
+def grpc_trusting(target: str, cert: Path) -> grpc.StatusCode:
+    """The status of an empty export over a channel that trusts only ``cert``."""
+    credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+    with grpc.secure_channel(target, credentials) as channel:
+        export = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        try:
+            export(b"", timeout=10)
+        except grpc.RpcError as error:
+            return error.code()  # type: ignore[no-any-return]
+    return grpc.StatusCode.OK
+
+
+def test_a_rotated_certificate_is_served_from_the_next_handshake(
+    served: Callable[..., Served], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    cert, key = write_pair(mounted, "tls")
+    old = tmp_path / "old.crt"
+    old.write_bytes(cert.read_bytes())
+    server = served("--policy", str(POLICY), "--tls-cert", str(cert), "--tls-key", str(key))
+    assert served_certificate(server.http_port) == der(old)
+    assert grpc_trusting(server.grpc_target, old) == grpc.StatusCode.OK
+
+    # Renewed under the running service, files replaced as a Secret's are.
+    new_cert, new_key = write_pair(tmp_path, "renewed")
+    os.replace(new_key, key)
+    os.replace(new_cert, cert)
+    assert served_certificate(server.http_port) == der(cert)
+    assert grpc_trusting(server.grpc_target, cert) == grpc.StatusCode.OK
+    assert grpc_trusting(server.grpc_target, old) == grpc.StatusCode.UNAVAILABLE
+    # The SDK's exporters, trusting only the new certificate, deliver.
+    tp, _ = provider("support-agent")
+    tp.add_span_processor(
+        SimpleSpanProcessor(
+            HttpExporter(
+                endpoint=f"https://127.0.0.1:{server.http_port}/v1/traces", certificate_file=str(cert)
+            )
+        )
+    )
+    trace = f"{emit(tp.get_tracer('agent'), refund_for('C023')):032x}"
+    assert trace in server.wait_verdicts({trace})
+    tp.shutdown()
+    assert server.metric("otel_traj_tls_reloads_total") == 1
+
+    # Half a rotation (a certificate without its key): the pair still served stays, counted once.
+    renewed = tmp_path / "renewed-served.crt"
+    renewed.write_bytes(cert.read_bytes())
+    stray_cert, _ = write_pair(tmp_path, "stray")
+    os.replace(stray_cert, cert)
+    for _ in range(3):
+        assert served_certificate(server.http_port) == der(renewed)
+        assert grpc_trusting(server.grpc_target, renewed) == grpc.StatusCode.OK
+    assert server.metric("otel_traj_tls_reload_errors_total") == 1
+    assert server.metric("otel_traj_tls_reloads_total") == 1
+    assert "does not load, still serving the old one" in server.log.read_text()
+    assert server.stop() == 0

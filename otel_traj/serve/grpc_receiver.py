@@ -22,7 +22,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from otel_traj.serve.codec import decode_protobuf, response
 from otel_traj.serve.ingest import INTERNAL_ERROR, Ingest, InvalidRequest, Refused
-from otel_traj.serve.tls import TlsFiles
+from otel_traj.serve.tls import ServedCertificate, TlsFiles
 
 logger = logging.getLogger("otel_traj.serve")
 
@@ -67,7 +67,7 @@ class GrpcReceiver:
         auth_token: str | None = None,
         max_request_bytes: int = 16 * 1024 * 1024,
         workers: int = 8,
-        tls: TlsFiles | None = None,
+        tls: ServedCertificate | None = None,
     ) -> None:
         self.ingest = ingest
         self._token = f"Bearer {auth_token}".encode() if auth_token else None
@@ -95,8 +95,7 @@ class GrpcReceiver:
             if tls is None:
                 self.port: int = self._server.add_insecure_port(address)
             else:
-                credentials = grpc.ssl_server_credentials([(tls.key_pem, tls.cert_pem)])
-                self.port = self._server.add_secure_port(address, credentials)
+                self.port = self._server.add_secure_port(address, _following(tls))
         except RuntimeError:
             raise OSError(
                 f"cannot listen on {host}:{port} (OTLP/gRPC): address in use or not available"
@@ -137,3 +136,22 @@ class GrpcReceiver:
             context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
         stats.count_request(TRANSPORT, "partial" if accepted.rejected else "ok")
         return response(accepted)
+
+
+def _following(certificate: ServedCertificate) -> grpc.ServerCredentials:
+    """Credentials that grpcio asks again on every new connection: a changed pair is served from
+    the next handshake on."""
+    served = certificate.latest()
+
+    def configuration(files: TlsFiles) -> grpc.ServerCertificateConfiguration:
+        return grpc.ssl_server_certificate_configuration([(files.key_pem, files.cert_pem)])
+
+    def fetch() -> grpc.ServerCertificateConfiguration | None:
+        nonlocal served
+        files = certificate.latest()
+        if files is served:
+            return None
+        served = files
+        return configuration(files)
+
+    return grpc.dynamic_ssl_server_credentials(configuration(served), fetch)

@@ -22,21 +22,26 @@ from prometheus_client.registry import Collector
 
 from otel_traj.serve.http_receiver import Receive, Scope, Send
 from otel_traj.serve.ingest import REQUEST_RESULTS, ReceiverStats
+from otel_traj.serve.tls import ServedCertificate
 
 
-def register_service_metrics(registry: CollectorRegistry, stats: ReceiverStats) -> None:
+def register_service_metrics(
+    registry: CollectorRegistry, stats: ReceiverStats, tls: ServedCertificate | None = None
+) -> None:
     """What the service adds to the Prometheus sink's registry: its receiver and reload counters, and
     its process (memory, CPU, file descriptors, GC, ``python_info``) as every client exposes it."""
-    registry.register(ReceiverCollector(stats))
+    registry.register(ReceiverCollector(stats, tls))
     for collector in (ProcessCollector, PlatformCollector, GCCollector):
         collector(registry=registry)
 
 
 class ReceiverCollector(Collector):
-    """``otel_traj_receiver_requests_total{transport,result}`` and the policy reload counters."""
+    """``otel_traj_receiver_requests_total{transport,result}``, the policy reload counters and, with
+    TLS, the certificate reload counters."""
 
-    def __init__(self, stats: ReceiverStats) -> None:
+    def __init__(self, stats: ReceiverStats, tls: ServedCertificate | None = None) -> None:
         self._stats = stats
+        self._tls = tls
 
     def collect(self) -> Iterable[Metric]:
         requests, reloads, reload_errors = self._stats.snapshot()
@@ -57,6 +62,18 @@ class ReceiverCollector(Collector):
             "Policy reloads (SIGHUP) refused because the file was invalid; the old policy stays.",
             reload_errors,
         )
+        if self._tls is not None:
+            yield CounterMetricFamily(
+                "otel_traj_tls_reloads",
+                "Changed TLS certificate files served from the next handshake on.",
+                self._tls.reloads,
+            )
+            yield CounterMetricFamily(
+                "otel_traj_tls_reload_errors",
+                "Changed TLS certificate files that did not load; the previous certificate is still "
+                "served and will expire.",
+                self._tls.reload_errors,
+            )
 
 
 class HealthApp:

@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from types import FrameType
 
 import uvicorn
 from prometheus_client import CollectorRegistry
+from uvicorn.config import create_ssl_context
 
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import PolicyError
@@ -30,7 +32,7 @@ from otel_traj.serve.http_receiver import OtlpHttpApp
 from otel_traj.serve.ingest import Ingest
 from otel_traj.serve.policy_holder import PolicyHolder
 from otel_traj.serve.settings import ServeSettings
-from otel_traj.serve.tls import TlsFiles, load_tls
+from otel_traj.serve.tls import ServedCertificate, TlsFiles, follow_in_handshakes, load_tls
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.langfuse import LangfuseSink
 from otel_traj.sinks.prometheus import PrometheusSink
@@ -86,7 +88,9 @@ class Service:
     def __init__(self, settings: ServeSettings, extra_sinks: tuple[Sink, ...] = ()) -> None:
         self.settings = settings
         self.tls = (
-            load_tls(settings.tls_cert, settings.tls_key) if settings.tls_cert and settings.tls_key else None
+            ServedCertificate(load_tls(settings.tls_cert, settings.tls_key))
+            if settings.tls_cert and settings.tls_key
+            else None
         )
         self.policy = PolicyHolder(settings.policy)
         self.stats = PipelineStats()
@@ -110,7 +114,7 @@ class Service:
         )
         self.ingest = Ingest(self.pipeline, settings.retry_after_s)
         registry: CollectorRegistry = self.prometheus.registry
-        register_service_metrics(registry, self.ingest.stats)
+        register_service_metrics(registry, self.ingest.stats, self.tls)
         self._ready = False
         self._stopped = False
         self._grpc: GrpcReceiver | None = None
@@ -240,8 +244,11 @@ class Service:
                 return 0
 
 
-def _uvicorn_config(app: object, limit_concurrency: int, tls: TlsFiles | None = None) -> uvicorn.Config:
-    return uvicorn.Config(
+def _uvicorn_config(
+    app: object, limit_concurrency: int, tls: ServedCertificate | None = None
+) -> uvicorn.Config:
+    files = tls.latest() if tls else None
+    config = uvicorn.Config(
         app,  # type: ignore[arg-type]
         log_config=None,
         access_log=False,
@@ -249,6 +256,23 @@ def _uvicorn_config(app: object, limit_concurrency: int, tls: TlsFiles | None = 
         limit_concurrency=limit_concurrency,
         timeout_graceful_shutdown=int(DRAIN_S),
         server_header=False,
-        ssl_certfile=str(tls.cert) if tls else None,
-        ssl_keyfile=str(tls.key) if tls else None,
+        ssl_certfile=str(files.cert) if files else None,
+        ssl_keyfile=str(files.key) if files else None,
     )
+    if tls is not None:
+        config.load()  # builds the SSL context now, so that handshakes can follow the files
+        assert config.ssl is not None
+
+        def context_for(files: TlsFiles) -> ssl.SSLContext:
+            return create_ssl_context(
+                certfile=files.cert,
+                keyfile=files.key,
+                password=None,
+                ssl_version=config.ssl_version,
+                cert_reqs=config.ssl_cert_reqs,
+                ca_certs=config.ssl_ca_certs,
+                ciphers=config.ssl_ciphers,
+            )
+
+        follow_in_handshakes(config.ssl, tls, context_for)
+    return config

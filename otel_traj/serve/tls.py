@@ -1,14 +1,26 @@
-"""TLS on the OTLP ports: one PEM certificate chain and its private key, checked at startup.
+"""TLS on the OTLP ports: one PEM certificate chain and its private key, checked at startup and
+followed afterwards.
 
 A service that started and then failed every handshake would look healthy to its probes while
 refusing all spans, so a pair that does not load stops startup with the reason instead.
+
+Certificates are rotated under running services (cert-manager renews a Secret, the kubelet swaps the
+mounted files): a service that kept serving the pair it started with would present an expired
+certificate one day and every exporter would fail. So each handshake first looks at the files
+(two ``stat`` calls) and, when they changed and the new pair loads, serves the new pair; a pair that
+does not load (one file written, the other not yet) keeps the old one, logged and counted.
 """
 
 from __future__ import annotations
 
+import logging
 import ssl
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+logger = logging.getLogger("otel_traj.serve")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,3 +52,70 @@ def load_tls(cert: str, key: str) -> TlsFiles:
         else:
             reason = exc.strerror or str(exc)
         raise ValueError(f"TLS certificate {cert} with key {key}: {reason}") from None
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    # The kubelet replaces a Secret's files by swapping a symlink: the inode changes, maybe not mtime.
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+class ServedCertificate:
+    """The pair the OTLP ports serve: :meth:`latest` is the pair as its files are now, if it loads.
+    Called on every handshake by both receivers; ``reloads`` and ``reload_errors`` count changes."""
+
+    def __init__(self, files: TlsFiles) -> None:
+        self._files = files
+        self._stamps = self._read_stamps()
+        self._lock = threading.Lock()
+        self.reloads = 0
+        self.reload_errors = 0
+
+    def _read_stamps(self) -> tuple[tuple[int, int, int], ...] | None:
+        try:
+            return _stamp(self._files.cert), _stamp(self._files.key)
+        except OSError:
+            return None  # being replaced: look again at the next handshake
+
+    def latest(self) -> TlsFiles:
+        with self._lock:
+            stamps = self._read_stamps()
+            if stamps is None or stamps == self._stamps:
+                return self._files
+            self._stamps = stamps
+            try:
+                files = load_tls(str(self._files.cert), str(self._files.key))
+            except ValueError as exc:
+                self.reload_errors += 1
+                logger.error("TLS certificate changed but does not load, still serving the old one: %s", exc)
+            else:
+                self._files = files
+                self.reloads += 1
+                logger.info("TLS certificate %s reloaded", files.cert)
+            return self._files
+
+
+def follow_in_handshakes(
+    context: ssl.SSLContext, certificate: ServedCertificate, context_for: Callable[[TlsFiles], ssl.SSLContext]
+) -> None:
+    """Make every handshake on ``context`` (a server's, its pair loaded) serve the latest pair: a
+    changed pair gets a context of its own (``context_for``), which the handshake switches to. The
+    hook runs for every handshake, with server name indication or without."""
+    served = certificate.latest()
+    current = context
+
+    def switch(connection: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, _: ssl.SSLContext) -> None:
+        nonlocal served, current
+        files = certificate.latest()
+        if files is not served:
+            try:
+                current = context_for(files)
+            except (OSError, ssl.SSLError):
+                # Replaced again since it was checked: keep the old context, look at the next handshake.
+                logger.exception("TLS certificate %s could not be loaded", files.cert)
+            else:
+                served = files
+        if current is not context:
+            connection.context = current
+
+    context.sni_callback = switch
