@@ -75,7 +75,7 @@ class Pipeline:
         # collections and make every collection slower: measured on agent trees, a 50 ms tick cost
         # 1.13x application CPU, 20 ms 1.05x. With nothing in flight the worker waits longer, so an
         # idle process is not woken 50 times a second; the first spans of a burst wait for it at
-        # most ``idle_tick_s`` (the hooks wake it 256 spans on, the receiver on every request).
+        # most ``idle_tick_s`` (the hooks wake it 256 spans on, the receiver on its first request).
         self._tick = tick_s
         self._idle_tick = max(tick_s, idle_tick_s)
         self.wake = threading.Event()
