@@ -7,12 +7,12 @@ tool calls that only the model's output shows.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
+from otel_traj.dialects._base import parse_json
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, span_hex
 from otel_traj.trajectory import Tokens, Trajectory
 
@@ -41,10 +41,7 @@ def parse_arguments(text: str) -> dict[str, Any] | None:
     stripped = text.strip()
     if not stripped.startswith("{"):
         return None
-    try:
-        value = json.loads(stripped)
-    except ValueError:
-        return None
+    value = parse_json(stripped)
     return value if isinstance(value, dict) else None
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from otel_traj import dialects
 from otel_traj.adapters.otlp_proto import views_from_bytes
-from otel_traj.dialects import to_step
+from otel_traj.dialects import _base, to_step
 from otel_traj.spanview import STATUS_ERROR, SpanEvent, SpanView
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
 from tests.dialect_spans import record
@@ -295,3 +295,32 @@ def test_parsers_never_raise(attributes: dict[str, Any], name: str, failed: bool
     step = dialects._by_attributes(view, attributes, max_chars)
     if step is not None:
         assert all(len(text) <= max_chars for text in _texts(step))
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(value=_JSON_VALUES, spaced=st.booleans())
+@settings(max_examples=400, deadline=None)
+def test_json_is_read_exactly_as_the_standard_decoder_reads_it(value: Any, spaced: bool) -> None:
+    # Integers beyond 64 bits, NaN, Infinity and lone surrogates are where a faster parser differs.
+    text = json.dumps(value, separators=None if spaced else (",", ":"), ensure_ascii=spaced)
+    parsed = _base.parse_json(text)
+    expected = json.loads(text)
+    assert json.dumps(parsed) == json.dumps(expected)
+    assert type(parsed) is type(expected)
+
+
+def test_text_that_is_not_json_reads_as_none() -> None:
+    for text in ("", "{", "[1,]", "{'a': 1}", "[" * 100_000 + "]" * 100_000, "1 2", "\ufeff{}"):
+        assert _base.parse_json(text) is None
+    assert _base.parse_json('{"n": -9223372036854775809}') == {"n": -9223372036854775809}
