@@ -117,53 +117,65 @@ class Assembler:
         beyond it, record nothing and return False. An empty assembler takes any request, so one that
         alone opens more than ``max_traces`` traces still gets in.
         """
-        captured = [self._captured(record[7]) for record in records]
+        capture = self._capture
+        captured = [None if r[7].keys().isdisjoint(capture) else self._captured(r[7]) for r in records]
+        # Every received span passes through this loop: its state lives in locals, not attributes.
+        track_starts = self.track_starts
+        ready_at = time.monotonic() + self.config.grace_s
+        accepted = ignored = late = 0
         with self._lock:
-            if max_traces is not None and self._buffers:
-                buffers, done = self._buffers, self._done
+            buffers, done = self._buffers, self._done
+            if max_traces is not None and buffers:
                 new = {r[0] for r in records if r[0] not in buffers and r[0] not in done}
                 if new and len(buffers) + len(new) > max_traces:
                     return False
-            add = self._add
-            for record, capture in zip(records, captured, strict=True):
-                add(*record, capture)
+            for record, capture_values in zip(records, captured, strict=True):
+                trace_id, span_id, parent_id, is_root, start_ns, end_ns, step, attributes, resource = record
+                if trace_id in done:
+                    late += 1
+                    continue
+                buf = buffers.get(trace_id)
+                if buf is None:
+                    # In-process, a span with nothing for us opens no buffer (a root ending first
+                    # means the trace had no GenAI step). Received spans always do: children may
+                    # come later.
+                    if step is None and track_starts and (is_root or not capture_values):
+                        ignored += 1
+                        continue
+                    buf = self._new_buffer(trace_id, resource)
+                ctx = buf.context
+                if start_ns and (not ctx.start_ns or start_ns < ctx.start_ns):
+                    ctx.start_ns = start_ns
+                if capture_values:
+                    _capture(buf, capture_values, start_ns)
+                if is_root:
+                    _root_ended(buf, span_id, start_ns, end_ns)
+                elif end_ns > ctx.end_ns:
+                    ctx.end_ns = end_ns
+                if not track_starts:
+                    seen, parents = buf.seen, buf.parents
+                    seen.add(span_id)
+                    parents.discard(span_id)
+                    if parent_id is not None and not is_root and parent_id not in seen:
+                        parents.add(parent_id)
+                if step is None:
+                    ignored += 1
+                else:
+                    accepted += 1
+                    self._add_step(buf, step)
+                    if buf.metadata is None:
+                        meta = attributes.get("metadata")
+                        buf.metadata = meta if isinstance(meta, str) else None
+                if not track_starts and buf.root_ended and not buf.parents:
+                    buf.ready_at = ready_at
+            spans = self._spans
+            spans["accepted"] += accepted
+            spans["ignored"] += ignored
+            spans["late"] += late
         return True
 
     def _captured(self, attributes: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        if attributes.keys().isdisjoint(self._capture):
-            return []
         return [(self._capture_as[k], attributes[k]) for k in attributes.keys() & self._capture]
-
-    def _add(
-        self,
-        trace_id: int,
-        span_id: int,
-        parent_id: int | None,
-        is_root: bool,
-        start_ns: int,
-        end_ns: int,
-        step: Step | None,
-        attributes: Mapping[str, Any],
-        resource: Mapping[str, Any],
-        captured: list[tuple[str, Any]],
-    ) -> None:
-        candidate = step is not None
-        if trace_id in self._done:
-            self._spans["late"] += 1
-            return
-        buf = self._buffers.get(trace_id)
-        if buf is None:
-            # In-process, a span with nothing for us opens no buffer (a root ending first means
-            # the trace had no GenAI step). Received spans always do: children may come later.
-            if not candidate and self.track_starts and (is_root or not captured):
-                self._spans["ignored"] += 1
-                return
-            buf = self._new_buffer(trace_id, resource)
-        self._spans["accepted" if candidate else "ignored"] += 1
-        self._record(buf, span_id, parent_id, is_root, start_ns, end_ns, step, captured)
-        if candidate and buf.metadata is None:
-            meta = attributes.get("metadata")
-            buf.metadata = meta if isinstance(meta, str) else None
 
     # -- internals (lock held) ------------------------------------------------------------------
 
@@ -185,47 +197,18 @@ class Assembler:
         oldest.ready_at = 0.0
         self.stats.count_dropped("max_traces")
 
-    def _record(
-        self,
-        buf: _Buffer,
-        span_id: int,
-        parent_id: int | None,
-        is_root: bool,
-        start_ns: int,
-        end_ns: int,
-        step: Step | None,
-        captured: list[tuple[str, Any]],
-    ) -> None:
-        ctx = buf.context
-        if start_ns and (not ctx.start_ns or start_ns < ctx.start_ns):
-            ctx.start_ns = start_ns
-        for key, value in captured:
-            if key not in buf.captured_at or start_ns < buf.captured_at[key]:
-                buf.captured_at[key] = start_ns
-                ctx.attributes[key] = value
-        if is_root:
-            _root_ended(buf, span_id, start_ns, end_ns)
-        elif end_ns > ctx.end_ns:
-            ctx.end_ns = end_ns
-        if not self.track_starts:
-            buf.seen.add(span_id)
-            buf.parents.discard(span_id)
-            if parent_id is not None and not is_root and parent_id not in buf.seen:
-                buf.parents.add(parent_id)
-        if step is not None:
-            if len(buf.steps) >= self.config.max_steps:
-                ctx.dropped_steps += 1
-                self.stats.count_dropped("max_steps")
-            else:
-                buf.steps.append(step)
-                if isinstance(step, ToolCall):
-                    self._live_dirty.add(ctx.trace_id)
-                elif isinstance(step, ModelCall) and (
-                    buf.opening_turn is None or step.start_ns < buf.opening_turn.start_ns
-                ):
-                    buf.opening_turn = step
-        if not self.track_starts and self._looks_complete(buf):
-            buf.ready_at = time.monotonic() + self.config.grace_s
+    def _add_step(self, buf: _Buffer, step: Step) -> None:
+        if len(buf.steps) >= self.config.max_steps:
+            buf.context.dropped_steps += 1
+            self.stats.count_dropped("max_steps")
+            return
+        buf.steps.append(step)
+        if isinstance(step, ToolCall):
+            self._live_dirty.add(buf.context.trace_id)
+        elif isinstance(step, ModelCall) and (
+            buf.opening_turn is None or step.start_ns < buf.opening_turn.start_ns
+        ):
+            buf.opening_turn = step
 
     def _looks_complete(self, buf: _Buffer) -> bool:
         if not buf.root_ended:
@@ -360,6 +343,15 @@ class Assembler:
     def idle(self) -> bool:
         """No trace in flight and, in-process, no span open or queued: nothing can become ready."""
         return not self._buffers and self.open_spans.idle
+
+
+def _capture(buf: _Buffer, values: list[tuple[str, Any]], start_ns: int) -> None:
+    """Keep each captured attribute's value from the earliest span, whatever order spans arrive in."""
+    captured_at = buf.captured_at
+    for key, value in values:
+        if key not in captured_at or start_ns < captured_at[key]:
+            captured_at[key] = start_ns
+            buf.context.attributes[key] = value
 
 
 def _root_ended(buf: _Buffer, span_id: int, start_ns: int, end_ns: int) -> None:
