@@ -69,3 +69,11 @@ def test_log_format_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("OTEL_TRAJ_LOG_FORMAT", "json")
     assert parse().log_format == "json"
     assert parse("--log-format=text").log_format == "text"
+
+
+def test_an_invalid_log_format_in_the_environment_is_an_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OTEL_TRAJ_LOG_FORMAT", "jsonl")
+    assert serve.run(parse()) == 2
+    assert "OTEL_TRAJ_LOG_FORMAT='jsonl': expected one of text, json" in capsys.readouterr().err

@@ -91,6 +91,14 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.log_format not in LOG_FORMATS:
+        # Only the environment can get here: argparse checks a flag's value against its choices.
+        print(
+            f"otel-traj serve: OTEL_TRAJ_LOG_FORMAT={args.log_format!r}: expected one of "
+            + ", ".join(LOG_FORMATS),
+            file=sys.stderr,
+        )
+        return 2
     configure_logging(args.log_level, args.log_format)
     try:
         settings = settings_from_args(args)
