@@ -10,7 +10,7 @@ STRANDS_STAMP := $(STRANDS_VENV)/.installed
 JS_TESTS := tests/otlp_js
 JS_STAMP := $(JS_TESTS)/node_modules/.installed
 
-.PHONY: test demo bench lint fixtures clean
+.PHONY: compile test demo bench lint fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,13 +27,18 @@ $(JS_STAMP): $(JS_TESTS)/package-lock.json
 	npm ci --prefix $(JS_TESTS) --no-audit --no-fund --loglevel=error
 	touch $(JS_STAMP)
 
-test: $(STAMP) $(STRANDS_STAMP) $(JS_STAMP)
+# The per-span modules compiled next to their sources (hatch_build.py); only what changed is rebuilt.
+compile: $(STAMP)
+	$(BIN)/python hatch_build.py
+
+test: compile $(STRANDS_STAMP) $(JS_STAMP)
 	$(BIN)/python -m pytest
 
-demo: $(STAMP)
+demo: compile
 	$(BIN)/python -m examples.refund_agent
 
-bench: $(STAMP)
+bench: compile
+	$(BIN)/otel-traj --version
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/grading.py
 	$(BIN)/python benchmarks/worker.py
@@ -48,4 +53,5 @@ fixtures:
 	$(PYTHON) tests/fixtures/real/generate.py
 
 clean:
-	rm -rf $(VENV) $(STRANDS_VENV) $(JS_TESTS)/node_modules .pytest_cache .mypy_cache .ruff_cache otel-traj.db otel-traj-report.html
+	rm -rf $(VENV) $(STRANDS_VENV) $(JS_TESTS)/node_modules .pytest_cache .mypy_cache .ruff_cache build otel-traj.db otel-traj-report.html
+	find otel_traj -name '*.so' -delete

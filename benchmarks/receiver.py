@@ -40,6 +40,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from otel_traj.adapters.batch import SpanBatch
+from otel_traj.compiled import build
 from otel_traj.config import AssemblerConfig
 from otel_traj.serve import Accepted, Ingest, ServeSettings, Service
 from otel_traj.serve.codec import decode_protobuf
@@ -300,7 +301,8 @@ def main() -> None:
     args = parser.parse_args()
     bodies, spans = payloads(args.traces, offset=0)
     tune_gc()
-    result: dict[str, Any] = {"traces": args.traces, "spans": spans, "requests": len(bodies)}
+    result: dict[str, Any] = {"build": build(), "traces": args.traces, "spans": spans}
+    result["requests"] = len(bodies)
     for transport in ("grpc", "http"):
         graded: list[float] = []
         decoded: list[float] = []

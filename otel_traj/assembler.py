@@ -175,7 +175,8 @@ class Assembler:
         return True
 
     def _captured(self, attributes: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        return [(self._capture_as[k], attributes[k]) for k in attributes.keys() & self._capture]
+        # In the configured order, not a set's: a trace's attributes keep one order in every process.
+        return [(name, attributes[key]) for key, name in self._capture_as.items() if key in attributes]
 
     # -- internals (lock held) ------------------------------------------------------------------
 

@@ -7,6 +7,9 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
+
+from otel_traj.compiled import build
 
 COMMANDS = ("grade", "policy", "serve", "report")
 
@@ -15,6 +18,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="otel-traj",
         description="Grade AI-agent trajectories from OpenTelemetry spans.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        # Which build grades: the per-span modules compiled, or their Python source.
+        version=f"otel-traj {version('otel-traj')} ({build()})",
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
