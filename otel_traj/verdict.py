@@ -13,15 +13,11 @@ Severity = Literal["critical", "error", "warning", "info"]
 Outcome = Literal["unsafe", "fail", "pass_with_warnings", "pass", "incomplete"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class CheckResult:
     """One check's result. ``reason`` is one line a human understands without opening the trace;
     ``steps`` are the offending step ids (span ids in 16 hex). ``score`` is an optional partial credit in
-    [0, 1] and ``detail`` optional structured evidence (JSON-ready), for checks that have them.
-
-    Not frozen (a frozen dataclass sets each field through ``object.__setattr__``: twice the time of
-    this constructor, ten times per graded run), but treat it as read-only all the same.
-    """
+    [0, 1] and ``detail`` optional structured evidence (JSON-ready), for checks that have them."""
 
     name: str
     status: Status
