@@ -9,7 +9,9 @@ microsecond it spends per span or per trajectory is taken from somebody. Inputs 
 - grading: the trajectories of those files with ``examples/policies/support_agent.yaml``; each planned
   check is timed on its own as ``Grader.grade`` calls it (the checks that compare argument keys get
   them precomputed, and ``args_keys`` is timed as its own row), then the whole ``Grader.grade``
-  (checks, classification, score, Verdict).
+  (checks, classification, score, Verdict);
+- the worker's tick with 10,000 runs in flight and none ready (long agent runs), against the tick
+  with one run in flight: what a tick costs must not grow with the runs it leaves alone.
 
     python benchmarks/worker.py [--rounds R] [--json]
 """
@@ -28,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from otel_traj.adapters import read_trace_file
+from otel_traj.assembler import Assembler
 from otel_traj.checks.base import CallKeys, args_keys
+from otel_traj.config import AssemblerConfig
 from otel_traj.dialects import to_step
 from otel_traj.grader import Grader, plan_checks
 from otel_traj.offline import trajectories_from_views
@@ -115,6 +119,20 @@ def bench_grading(rounds: int) -> dict[str, float]:
     return results
 
 
+def _idle_tick_us(in_flight: int, ticks: int = 200) -> float:
+    """Microseconds per ``pop_ready`` with ``in_flight`` runs whose root has not arrived."""
+    assembler = Assembler(AssemblerConfig(max_traces=in_flight + 1, ttl_s=3600.0))
+    assembler.add_all([(t, 1, 2, False, 1, 2, None, {}, {}) for t in range(1, in_flight + 1)])
+    started = time.perf_counter()
+    for _ in range(ticks):
+        assembler.pop_ready()
+    return (time.perf_counter() - started) / ticks * 1e6
+
+
+def bench_tick() -> dict[str, float]:
+    return {"one_in_flight_us": _idle_tick_us(1), "10000_in_flight_us": _idle_tick_us(10_000)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -122,8 +140,9 @@ def main() -> None:
     args = parser.parse_args()
     spans = bench_to_step(args.rounds)
     grading = bench_grading(args.rounds)
+    tick = bench_tick()
     if args.json:
-        print(json.dumps({"to_step": spans, "grading": grading}, indent=2))
+        print(json.dumps({"to_step": spans, "grading": grading, "tick": tick}, indent=2))
         return
     print("to_step, per span (median of rounds)")
     for framework, row in spans.items():
@@ -141,6 +160,9 @@ def main() -> None:
     checks = sum(us for name, us in grading.items() if name not in ("trajectories", "grade"))
     print(f"  {'sum of the above':26} {checks:6.2f} µs")
     print(f"  {'Grader.grade':26} {grading['grade']:6.2f} µs  {1e6 / grading['grade']:10,.0f} trajectories/s")
+    print("\nworker tick, nothing ready")
+    print(f"  {'1 run in flight':26} {tick['one_in_flight_us']:6.2f} µs")
+    print(f"  {'10,000 runs in flight':26} {tick['10000_in_flight_us']:6.2f} µs")
 
 
 if __name__ == "__main__":

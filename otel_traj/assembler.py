@@ -89,6 +89,9 @@ class Assembler:
         self._buffers: dict[int, _Buffer] = {}
         self._done: OrderedDict[int, None] = OrderedDict()
         self._live_dirty: set[int] = set()
+        # Traces whose ``ready_at`` is set: with the expired ones, all that ``pop_ready`` looks at, so a
+        # tick costs what is ready, not every run in flight.
+        self._candidates: set[int] = set()
         # Captured keys, also as Traceloop association properties (run metadata lands there).
         self._capture_as = {k: k for k in self.config.capture_attributes} | {
             f"traceloop.association.properties.{k}": k for k in self.config.capture_attributes
@@ -105,6 +108,7 @@ class Assembler:
         self._buffers.clear()
         self._done.clear()
         self._live_dirty.clear()
+        self._candidates.clear()
         self.open_spans.clear()
 
     # -- hot path -------------------------------------------------------------------------------
@@ -168,6 +172,7 @@ class Assembler:
                         buf.metadata = meta if isinstance(meta, str) else None
                 if not track_starts and buf.root_ended and not buf.parents:
                     buf.ready_at = ready_at
+                    self._candidates.add(trace_id)
             spans = self._spans
             spans["accepted"] += accepted
             spans["ignored"] += ignored
@@ -196,6 +201,7 @@ class Assembler:
     def _evict_oldest(self) -> None:
         oldest = min(self._buffers.values(), key=lambda b: b.created)
         oldest.ready_at = 0.0
+        self._candidates.add(oldest.context.trace_id)
         self.stats.count_dropped("max_traces")
 
     def _add_step(self, buf: _Buffer, step: Step) -> None:
@@ -243,6 +249,7 @@ class Assembler:
                 buf = buffers.get(trace_id)
                 if buf is not None and buf.ready_at is None and self._looks_complete(buf):
                     buf.ready_at = ready_at
+                    self._candidates.add(trace_id)
 
     def _add_candidates(self, spans: list[Any]) -> None:
         """Parse the raw spans the span hooks queued since the last tick and record them."""
@@ -283,13 +290,22 @@ class Assembler:
         out: list[Finished] = []
         taken: list[tuple[_Buffer, bool]] = []
         with self._lock:
-            for trace_id, buf in list(self._buffers.items()):
+            buffers = self._buffers
+            due = set(buffers) if expire_all else set(self._candidates)
+            # Buffers are kept in the order they were created: the expired ones come first.
+            for trace_id, buf in buffers.items():
+                if now - buf.created < ttl:
+                    break
+                due.add(trace_id)
+            for trace_id in sorted(due, key=lambda t: buffers[t].created):
+                buf = buffers[trace_id]
                 complete = self._looks_complete(buf)
                 ready = buf.ready_at is not None and (flush or buf.ready_at <= now) and complete
                 expired = now - buf.created >= ttl or buf.ready_at == 0.0 or expire_all
                 if not (ready or expired):
                     continue
-                del self._buffers[trace_id]
+                del buffers[trace_id]
+                self._candidates.discard(trace_id)
                 self._live_dirty.discard(trace_id)
                 self._remember_done(trace_id)
                 if buf.steps:
