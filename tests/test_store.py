@@ -194,10 +194,8 @@ def test_a_verdict_that_cannot_be_encoded_costs_only_itself(tmp_path: Path) -> N
     sink = SqliteSink(path, batch_size=10)
     bad = verdict(2)
     bad.trajectory.attributes = {("not", "a", "key"): 1}  # no JSON encoder takes a tuple key
-    with sink._queue.mutex:  # the writer takes all three in one batch
-        sink._queue.queue.extend([verdict(1), bad, verdict(3)])
-        sink._queue.unfinished_tasks += 3
-        sink._queue.not_empty.notify()
+    sink._pending.extend([verdict(1), bad, verdict(3)])  # the writer takes all three in one batch
+    sink._wake.set()
     assert sink.force_flush()
     assert sink.stats.snapshot().sink_errors == {"SqliteSink": 1}
     assert sink.written == 2
@@ -205,3 +203,31 @@ def test_a_verdict_that_cannot_be_encoded_costs_only_itself(tmp_path: Path) -> N
     sink.shutdown()
     stored = [v["trace_id"][-1] for v in read_verdicts(connect(path, readonly=True))]
     assert sorted(stored) == ["1", "3", "4"]
+
+
+def test_export_waits_while_max_queue_verdicts_wait_for_a_busy_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    sink = SqliteSink(path, max_queue=2)
+    writing, release = threading.Event(), threading.Event()
+    write = sink._write
+
+    def slow_write(verdicts: list[Verdict]) -> None:
+        writing.set()
+        release.wait()
+        write(verdicts)
+
+    sink._write = slow_write  # type: ignore[method-assign]
+    sink.export(verdict(1))
+    assert writing.wait(10)  # the writer holds verdict 1; two more fill the queue
+    sink.export(verdict(2))
+    sink.export(verdict(3))
+    exporter = threading.Thread(target=sink.export, args=(verdict(4),))
+    exporter.start()
+    exporter.join(0.5)
+    assert exporter.is_alive(), "export returned although max_queue verdicts were waiting"
+    release.set()
+    exporter.join(10)
+    assert not exporter.is_alive()
+    assert sink.force_flush()
+    assert sink.written == 4
+    sink.shutdown()
