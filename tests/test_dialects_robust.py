@@ -324,3 +324,21 @@ def test_text_that_is_not_json_reads_as_none() -> None:
     for text in ("", "{", "[1,]", "{'a': 1}", "[" * 100_000 + "]" * 100_000, "1 2", "\ufeff{}"):
         assert _base.parse_json(text) is None
     assert _base.parse_json('{"n": -9223372036854775809}') == {"n": -9223372036854775809}
+
+
+@given(
+    value=_JSON_VALUES
+    | st.tuples(st.integers(), st.text(max_size=4))
+    | st.frozensets(st.integers(), max_size=3)
+)
+@settings(max_examples=300, deadline=None)
+def test_values_are_written_as_json_dumps_writes_them(value: Any) -> None:
+    assert _base.dumps(value) == json.dumps(value, ensure_ascii=False, default=str)
+
+
+def test_values_json_cannot_write_give_none() -> None:
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    assert _base.dumps(cycle) is None
+    assert _base.dumps({("a", "b"): 1}) is None
+    assert _base.dumps({1: float("nan"), None: "é"}) == '{"1": NaN, "null": "é"}'

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import orjson
@@ -28,6 +29,14 @@ _DIGITS_TO_ZERO = bytes(0 if 48 <= i <= 57 else 1 for i in range(256))
 _NINETEEN_DIGITS = bytes(19)
 # ``json.dumps`` with options builds an encoder per call; one shared encoder gives the same text.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+# Its ``encode`` still builds the C encoder behind it on every call, which costs more than encoding a
+# tool call's arguments: this one is built once with the same options, without the check for circular
+# references (a cycle still fails, with RecursionError instead of ValueError). ``None`` where the
+# interpreter has no C encoder.
+try:
+    _ENCODE = c_make_encoder(None, str, encode_basestring, None, ": ", ", ", False, False, True)
+except TypeError:
+    _ENCODE = None
 
 
 def loads(value: Any, limit: int = PARSE_LIMIT) -> Any:
@@ -53,7 +62,7 @@ def parse_json(text: str) -> Any:
 
 def dumps(value: Any) -> str | None:
     try:
-        return _ENCODER.encode(value)
+        return "".join(_ENCODE(value, 0)) if _ENCODE is not None else _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError):
         return None
 
