@@ -2,9 +2,9 @@
 
 The modules in ``COMPILED`` (decoding, classification, assembly, building, checks, serialization)
 run for every span and every run. Cython compiles them as they are written, with Python's semantics
-(annotations are not enforced as C types), which takes about a quarter off their CPU time. Each stays a
-plain Python module: without a compiler, or with ``OTEL_TRAJ_PURE_PYTHON=1`` when building, the
-package is pure Python and behaves the same; ``OTEL_TRAJ_PURE_PYTHON=1`` at run time makes a process
+(annotations are not enforced as C types), which takes a quarter to a half off their CPU time. Each
+stays a plain Python module: without a compiler, or with ``OTEL_TRAJ_PURE_PYTHON=1`` when building,
+the package is pure Python and behaves the same; ``OTEL_TRAJ_PURE_PYTHON=1`` at run time makes a process
 import the Python source even where compiled modules exist. Modules whose frames should show in
 stack dumps (the worker's loop, the receivers, the store's writer) are not compiled.
 
