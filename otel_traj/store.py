@@ -82,19 +82,28 @@ _COLUMNS = (
 _CHECK_COLUMNS = 7
 
 
+def _extracted(json_array_columns: int) -> str:
+    return ", ".join(f"json_extract(value, '$[{i}]')" for i in range(json_array_columns))
+
+
 def _rows_of(json_array_columns: int) -> str:
     """A SELECT of the rows of a JSON array of arrays (the statement's one parameter)."""
-    items = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(json_array_columns))
-    return f"SELECT {items} FROM json_each(?)"
+    return f"SELECT {_extracted(json_array_columns)} FROM json_each(?)"
 
 
 # Every statement takes a whole batch as one JSON array, so SQLite does the batch in one call outside
 # the interpreter lock. Row by row (executemany), each row releases and re-takes the lock, and while
-# the service receives and grades, every re-take waits for the threads that hold it. (``WHERE true``:
+# the service receives and grades, every re-take waits for the threads that hold it. The verdicts'
+# JSON travels beside the rows as one blob, each row holding its byte offset and length: inside the
+# rows' JSON every verdict would be escaped once more, and unescaped again by SQLite. (``WHERE true``:
 # an upsert from a SELECT needs a WHERE clause for SQLite to parse ON CONFLICT as the upsert's.)
+_ROW_COLUMNS = len(_COLUMNS) - 1
 _UPSERT = f"""
 INSERT INTO trajectories ({", ".join(_COLUMNS)})
-{_rows_of(len(_COLUMNS))} WHERE true
+SELECT {_extracted(_ROW_COLUMNS)},
+       CAST(substr(?2, json_extract(value, '$[{_ROW_COLUMNS}]'),
+                   json_extract(value, '$[{_ROW_COLUMNS + 1}]')) AS TEXT)
+FROM json_each(?1) WHERE true
 ON CONFLICT (trace_id) DO UPDATE SET {", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])}
 """
 _DELETE_CHECKS = "DELETE FROM check_results WHERE trace_id IN (SELECT value FROM json_each(?))"
@@ -129,16 +138,20 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def _json_text(data: Any) -> str:
-    """Compact JSON text. orjson encodes a verdict in a third of the standard encoder's time (the
+def _json_bytes(data: Any) -> bytes:
+    """Compact JSON, UTF-8. orjson encodes a verdict in a third of the standard encoder's time (the
     store's largest cost); the standard encoder takes what orjson refuses (integers beyond 64 bits,
     keys that are not strings, strings with lone surrogates, e.g. file names decoded with
     ``surrogateescape``). Its output is ASCII: such strings travel as escapes and read back as they were
     instead of failing the UTF-8 encoding on their way into SQLite."""
     try:
-        return orjson.dumps(data, default=str).decode()
+        return orjson.dumps(data, default=str)
     except TypeError:
-        return json.dumps(data, separators=(",", ":"), default=str)
+        return json.dumps(data, separators=(",", ":"), default=str).encode()
+
+
+def _json_text(data: Any) -> str:
+    return _json_bytes(data).decode()
 
 
 def _column_text(value: str | None) -> str | None:
@@ -150,8 +163,8 @@ def _column_text(value: str | None) -> str | None:
 
 
 def _row(verdict: Verdict) -> tuple[Any, ...]:
+    """The indexed columns of a verdict's row."""
     traj = verdict.trajectory
-    data = verdict_to_dict(verdict)
     return (
         traj.trace_hex,
         _column_text(traj.agent_label),
@@ -165,7 +178,6 @@ def _row(verdict: Verdict) -> tuple[Any, ...]:
         traj.start_ns,
         traj.end_ns,
         verdict.graded_at_ns or time.time_ns(),
-        _json_text(data),
     )
 
 
@@ -173,7 +185,12 @@ def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> Non
     """Upsert verdicts (and replace their check results) in one transaction; of two verdicts for one
     trace, the later wins."""
     verdicts = list({v.trajectory.trace_id: v for v in verdicts}.values())
-    rows = [_row(v) for v in verdicts]
+    texts = [_json_bytes(verdict_to_dict(v)) for v in verdicts]
+    rows: list[tuple[Any, ...]] = []
+    offset = 1  # SQLite's substr counts from 1
+    for verdict, text in zip(verdicts, texts, strict=True):
+        rows.append((*_row(verdict), offset, len(text)))
+        offset += len(text)
     # Most checks point at no step: skip the encoder for them (ten checks per verdict add up).
     checks = [
         (row[0], i, c.name, c.status, c.severity, c.reason, _json_text(c.steps) if c.steps else "[]")
@@ -181,7 +198,7 @@ def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> Non
         for i, c in enumerate(verdict.checks)
     ]
     with conn:
-        conn.execute(_UPSERT, (_json_text(rows),))
+        conn.execute(_UPSERT, (_json_text(rows), b"".join(texts)))
         conn.execute(_DELETE_CHECKS, (_json_text([row[0] for row in rows]),))
         conn.execute(_INSERT_CHECKS, (_json_text(checks),))
 
