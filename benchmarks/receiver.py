@@ -301,8 +301,12 @@ def main() -> None:
     args = parser.parse_args()
     bodies, spans = payloads(args.traces, offset=0)
     tune_gc()
-    result: dict[str, Any] = {"build": build(), "traces": args.traces, "spans": spans}
-    result["requests"] = len(bodies)
+    result: dict[str, Any] = {
+        "build": build(),
+        "traces": args.traces,
+        "spans": spans,
+        "requests": len(bodies),
+    }
     for transport in ("grpc", "http"):
         graded: list[float] = []
         decoded: list[float] = []

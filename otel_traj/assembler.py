@@ -86,6 +86,7 @@ class Assembler:
         self.stats = stats or PipelineStats()
         self.track_starts = track_starts
         self._lock = threading.Lock()
+        # In the order they were created: the oldest, and those past the TTL, come first.
         self._buffers: dict[int, _Buffer] = {}
         self._done: OrderedDict[int, None] = OrderedDict()
         self._live_dirty: set[int] = set()
@@ -151,7 +152,7 @@ class Assembler:
                 if start_ns and (not ctx.start_ns or start_ns < ctx.start_ns):
                     ctx.start_ns = start_ns
                 if capture_values:
-                    _capture(buf, capture_values, start_ns)
+                    _keep_earliest(buf, capture_values, start_ns)
                 if is_root:
                     _root_ended(buf, span_id, start_ns, end_ns)
                 elif end_ns > ctx.end_ns:
@@ -199,7 +200,7 @@ class Assembler:
         return buf
 
     def _evict_oldest(self) -> None:
-        oldest = min(self._buffers.values(), key=lambda b: b.created)
+        oldest = next(iter(self._buffers.values()))
         oldest.ready_at = 0.0
         self._candidates.add(oldest.context.trace_id)
         self.stats.count_dropped("max_traces")
@@ -292,8 +293,7 @@ class Assembler:
         with self._lock:
             buffers = self._buffers
             due = set(buffers) if expire_all else set(self._candidates)
-            # Buffers are kept in the order they were created: the expired ones come first.
-            for trace_id, buf in buffers.items():
+            for trace_id, buf in buffers.items():  # the expired ones lead
                 if now - buf.created < ttl:
                     break
                 due.add(trace_id)
@@ -362,7 +362,7 @@ class Assembler:
         return not self._buffers and self.open_spans.idle
 
 
-def _capture(buf: _Buffer, values: list[tuple[str, Any]], start_ns: int) -> None:
+def _keep_earliest(buf: _Buffer, values: list[tuple[str, Any]], start_ns: int) -> None:
     """Keep each captured attribute's value from the earliest span, whatever order spans arrive in."""
     captured_at = buf.captured_at
     for key, value in values:

@@ -283,15 +283,14 @@ class SqliteSink(Sink):
         """In a forked child: a connection, queue and writer of its own; what the parent queued is
         the parent's to write, and its connection must not even be closed here."""
         leave_to_parent(self._conn)
+        self._pending = deque()
         if self._closed:
-            self._pending = deque()
             return
         try:
             self._conn = connect(self.path)
         except (sqlite3.Error, StoreError, OSError):
             logger.exception("the store %s cannot be opened in this forked process", self.path)
             self._closed = True
-            self._pending = deque()
             return
         self._start_writer()
 
