@@ -1,4 +1,9 @@
-"""The local verdict store: SQLite, one row per trajectory plus its check results.
+"""The local verdict store: SQLite, one row per trajectory (its verdict JSON included).
+
+Every check result is in the verdict JSON; ``check_results`` is a view that lists them as rows, and
+``failed_checks`` holds the failed ones as a table, indexed by check name, which is what ``report
+--failed`` reads. (Passes are most check results and nobody looks one up by name: as rows of a
+table with two indexes they took nearly half the store's write time.)
 
 ``SqliteSink`` writes on its own thread through the only writer connection (WAL journal, so
 ``otel-traj report`` can read while a service writes). Verdicts queue in a bounded queue: when the
@@ -30,7 +35,7 @@ from otel_traj.verdict import Verdict
 
 logger = logging.getLogger("otel_traj.store")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trajectories (
@@ -51,7 +56,7 @@ CREATE TABLE IF NOT EXISTS trajectories (
 CREATE INDEX IF NOT EXISTS trajectories_started ON trajectories (started_ns);
 CREATE INDEX IF NOT EXISTS trajectories_agent ON trajectories (agent, started_ns);
 CREATE INDEX IF NOT EXISTS trajectories_outcome ON trajectories (outcome, started_ns);
-CREATE TABLE IF NOT EXISTS check_results (
+CREATE TABLE IF NOT EXISTS failed_checks (
     trace_id TEXT NOT NULL REFERENCES trajectories (trace_id) ON DELETE CASCADE,
     position INTEGER NOT NULL,
     name TEXT NOT NULL,
@@ -61,8 +66,22 @@ CREATE TABLE IF NOT EXISTS check_results (
     steps TEXT NOT NULL,
     PRIMARY KEY (trace_id, position)
 );
-CREATE INDEX IF NOT EXISTS check_results_failed ON check_results (name, status);
+CREATE INDEX IF NOT EXISTS failed_checks_name ON failed_checks (name);
+CREATE VIEW IF NOT EXISTS check_results (trace_id, position, name, status, severity, reason, steps) AS
+SELECT trajectories.trace_id, c.key, json_extract(c.value, '$.name'), json_extract(c.value, '$.status'),
+       json_extract(c.value, '$.severity'), json_extract(c.value, '$.reason'),
+       json_extract(c.value, '$.steps')
+FROM trajectories, json_each(trajectories.verdict, '$.checks') AS c;
 """
+# From each older version to the next. Version 1 kept every check result as a row of the table
+# ``check_results``: its failed rows become ``failed_checks``, the view takes the name.
+_MIGRATIONS = {
+    1: """
+DROP INDEX check_results_failed;
+ALTER TABLE check_results RENAME TO failed_checks;
+DELETE FROM failed_checks WHERE status <> 'fail';
+""",
+}
 
 _COLUMNS = (
     "trace_id",
@@ -106,8 +125,8 @@ SELECT {_extracted(_ROW_COLUMNS)},
 FROM json_each(?1) WHERE true
 ON CONFLICT (trace_id) DO UPDATE SET {", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])}
 """
-_DELETE_CHECKS = "DELETE FROM check_results WHERE trace_id IN (SELECT value FROM json_each(?))"
-_INSERT_CHECKS = f"INSERT INTO check_results {_rows_of(_CHECK_COLUMNS)}"
+_DELETE_FAILED = "DELETE FROM failed_checks WHERE trace_id IN (SELECT value FROM json_each(?))"
+_INSERT_FAILED = f"INSERT INTO failed_checks {_rows_of(_CHECK_COLUMNS)}"
 
 
 class StoreError(RuntimeError):
@@ -132,9 +151,16 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
         conn.close()
         raise StoreError(f"{path}: schema version {version} is newer than this otel-traj ({SCHEMA_VERSION})")
     if not readonly and version < SCHEMA_VERSION:
-        with conn:
-            conn.executescript(_SCHEMA)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        # One transaction: a store is migrated whole or not at all.
+        # A new file (version 0) gets the schema only.
+        steps = [_MIGRATIONS[v] for v in range(version, SCHEMA_VERSION)] if version else []
+        try:
+            conn.executescript(
+                f"BEGIN; {''.join(steps)} {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+            )
+        except sqlite3.Error:
+            conn.close()  # rolls the migration back
+            raise
     return conn
 
 
@@ -182,7 +208,7 @@ def _row(verdict: Verdict) -> tuple[Any, ...]:
 
 
 def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> None:
-    """Upsert verdicts (and replace their check results) in one transaction; of two verdicts for one
+    """Upsert verdicts (and replace their failed checks) in one transaction; of two verdicts for one
     trace, the later wins."""
     verdicts = list({v.trajectory.trace_id: v for v in verdicts}.values())
     texts = [_json_bytes(verdict_to_dict(v)) for v in verdicts]
@@ -191,16 +217,18 @@ def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> Non
     for verdict, text in zip(verdicts, texts, strict=True):
         rows.append((*_row(verdict), offset, len(text)))
         offset += len(text)
-    # Most checks point at no step: skip the encoder for them (ten checks per verdict add up).
-    checks = [
-        (row[0], i, c.name, c.status, c.severity, c.reason, _json_text(c.steps) if c.steps else "[]")
+    failed = [
+        (row[0], i, c.name, c.status, c.severity, c.reason, _json_text(c.steps))
         for row, verdict in zip(rows, verdicts, strict=True)
         for i, c in enumerate(verdict.checks)
+        if c.status == "fail"
     ]
     with conn:
         conn.execute(_UPSERT, (_json_text(rows), b"".join(texts)))
-        conn.execute(_DELETE_CHECKS, (_json_text([row[0] for row in rows]),))
-        conn.execute(_INSERT_CHECKS, (_json_text(checks),))
+        # A trace graded again keeps none of its earlier failures.
+        conn.execute(_DELETE_FAILED, (_json_text([row[0] for row in rows]),))
+        if failed:
+            conn.execute(_INSERT_FAILED, (_json_text(failed),))
 
 
 @dataclass(slots=True, frozen=True)
@@ -213,6 +241,13 @@ class Query:
     outcome: str | None = None
     failed: str | None = None
     limit: int | None = None
+
+
+def _failed_table(conn: sqlite3.Connection) -> str:
+    """Where failed checks are rows: ``failed_checks``, or in a version-1 store (read-only
+    connections do not migrate) its table ``check_results``; both indexed by check name."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'failed_checks'").fetchone()
+    return "failed_checks" if found else "check_results"
 
 
 def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Iterator[dict[str, Any]]:
@@ -230,8 +265,8 @@ def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Itera
         where.append("outcome = ?")
         params.append(query.outcome)
     if query.failed is not None:
-        # The (name, status) index of check_results answers this without reading any verdict.
-        where.append("trace_id IN (SELECT trace_id FROM check_results WHERE name = ? AND status = 'fail')")
+        table = _failed_table(conn)
+        where.append(f"trace_id IN (SELECT trace_id FROM {table} WHERE name = ? AND status = 'fail')")
         params.append(query.failed)
     sql = "SELECT verdict FROM trajectories"
     if where:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,114 @@ def test_round_trip_has_the_grade_json_shape(tmp_path: Path) -> None:
     ]
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_only_failed_checks_are_rows_and_report_failed_reads_their_index(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "s.db")
+    write_verdicts(conn, [verdict(1, outcome="unsafe"), verdict(2)])
+    assert conn.execute("SELECT trace_id, position, name, status, steps FROM failed_checks").fetchall() == [
+        ("00000000000000000000000000000001", 0, "scope", "fail", '["00000000000000aa"]')
+    ]
+    # Every check, passes included, as rows of the view over the verdicts.
+    assert conn.execute("SELECT count(*), sum(status = 'pass') FROM check_results").fetchone() == (4, 3)
+    plan = " ".join(
+        str(row[-1])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT trace_id FROM failed_checks WHERE name = ? AND status = 'fail'",
+            ("scope",),
+        )
+    )
+    assert "USING INDEX failed_checks_name" in plan
+
+
+# The schema of version 1, which kept every check result as a row of the table check_results.
+_SCHEMA_V1 = """
+CREATE TABLE trajectories (
+    trace_id TEXT PRIMARY KEY, agent TEXT NOT NULL, service_name TEXT, service_version TEXT,
+    conversation_id TEXT, outcome TEXT NOT NULL, score REAL NOT NULL, policy_version TEXT,
+    complete INTEGER NOT NULL, started_ns INTEGER NOT NULL, ended_ns INTEGER NOT NULL,
+    graded_ns INTEGER NOT NULL, verdict TEXT NOT NULL
+);
+CREATE INDEX trajectories_started ON trajectories (started_ns);
+CREATE INDEX trajectories_agent ON trajectories (agent, started_ns);
+CREATE INDEX trajectories_outcome ON trajectories (outcome, started_ns);
+CREATE TABLE check_results (
+    trace_id TEXT NOT NULL REFERENCES trajectories (trace_id) ON DELETE CASCADE,
+    position INTEGER NOT NULL, name TEXT NOT NULL, status TEXT NOT NULL, severity TEXT NOT NULL,
+    reason TEXT NOT NULL, steps TEXT NOT NULL, PRIMARY KEY (trace_id, position)
+);
+CREATE INDEX check_results_failed ON check_results (name, status);
+PRAGMA user_version=1;
+"""
+
+
+def test_a_version_1_store_is_read_as_it_is_and_migrated_by_its_next_writer(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    written = [verdict(1, outcome="unsafe"), verdict(2, start_s=200)]
+    with closing(sqlite3.connect(path)) as old:
+        old.executescript(_SCHEMA_V1)
+        with old:
+            for v in written:
+                data = verdict_to_dict(v)
+                old.execute(
+                    "INSERT INTO trajectories VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, 1, ?, ?, ?, ?)",
+                    (
+                        data["trace_id"],
+                        data["agent"],
+                        data["service_name"],
+                        v.outcome,
+                        v.score,
+                        v.policy_version,
+                        data["start_ns"],
+                        data["end_ns"],
+                        v.graded_at_ns,
+                        json.dumps(data),
+                    ),
+                )
+                old.executemany(
+                    "INSERT INTO check_results VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            data["trace_id"],
+                            i,
+                            c["name"],
+                            c["status"],
+                            c["severity"],
+                            c["reason"],
+                            json.dumps(c["steps"]),
+                        )
+                        for i, c in enumerate(data["checks"])
+                    ],
+                )
+    expected = [json.loads(json.dumps(verdict_to_dict(v))) for v in written]
+    # A reader (``otel-traj report``) does not migrate: it reads the old table.
+    with closing(connect(path, readonly=True)) as reader:
+        assert [v["trace_id"][-1] for v in read_verdicts(reader, Query(failed="scope"))] == ["1"]
+    with closing(connect(path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert list(read_verdicts(conn)) == expected
+        assert [v["trace_id"][-1] for v in read_verdicts(conn, Query(failed="scope"))] == ["1"]
+        assert conn.execute("SELECT count(*) FROM failed_checks").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM check_results").fetchone()[0] == 4
+        indexes = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "check_results_failed" not in indexes and "failed_checks_name" in indexes
+        write_verdicts(conn, [verdict(2, outcome="unsafe", start_s=200)])  # re-graded after the move
+        assert [v["trace_id"][-1] for v in read_verdicts(conn, Query(failed="scope"))] == ["1", "2"]
+    with closing(connect(path)) as again:  # the next start finds the current version: nothing to do
+        assert again.execute("SELECT count(*) FROM failed_checks").fetchone()[0] == 2
+
+
+def test_a_failed_migration_leaves_the_store_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    with closing(sqlite3.connect(path)) as old:
+        # A table in the way of the rename: the migration fails after it dropped the old index.
+        old.executescript(_SCHEMA_V1 + "CREATE TABLE failed_checks (x);")
+    with pytest.raises(sqlite3.OperationalError, match="failed_checks"):
+        connect(path)
+    with closing(sqlite3.connect(path)) as after:
+        assert after.execute("PRAGMA user_version").fetchone()[0] == 1
+        names = {n for (n,) in after.execute("SELECT name FROM sqlite_master")}
+        assert {"check_results", "check_results_failed", "failed_checks"} <= names
 
 
 def test_values_beyond_the_fast_encoder_are_stored_too(tmp_path: Path) -> None:
