@@ -110,6 +110,15 @@ class CounterSeries:
         if exemplar is not None:
             series[1] = Exemplar(exemplar, amount, time.time())
 
+    def inc_each(self, many: Iterable[Labels]) -> None:
+        """``inc(labels)`` for each label tuple of ``many`` (repeats count again), in one call."""
+        series = self.series
+        for labels in many:
+            values = series.get(labels)
+            if values is None:
+                values = series[labels] = [0.0, None, time.time()]
+            values[0] += 1.0
+
     def family(self) -> CounterMetricFamily:
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
         for labels, (value, exemplar, created) in self.series.items():
@@ -284,10 +293,11 @@ class PrometheusSink(Sink):
         agent = self.agents.label(traj.agent_label)
         exemplar = {"trace_id": traj.trace_hex}
         check_names = self._check_names
-        checks = [
-            ((agent, c.name if c.name in check_names else OTHER, c.status, c.severity), c.failed)
-            for c in verdict.checks
-        ]
+        passed: list[Labels] = []
+        failed: list[Labels] = []
+        for c in verdict.checks:
+            labels = (agent, c.name if c.name in check_names else OTHER, c.status, c.severity)
+            (failed if c.failed else passed).append(labels)
         tool_label = self.tools.label
         tools = [
             (
@@ -301,10 +311,10 @@ class PrometheusSink(Sink):
         violations = self._final_scope_violations(verdict)
         with self._lock:
             self.trajectories.inc((agent, verdict.outcome), exemplar=exemplar)
-            for check_labels, failed in checks:
-                self.check_results.inc(check_labels, exemplar=exemplar if failed else None)
-            for tool_labels in tools:
-                self.tool_calls.inc(tool_labels)
+            self.check_results.inc_each(passed)
+            for check_labels in failed:
+                self.check_results.inc(check_labels, exemplar=exemplar)
+            self.tool_calls.inc_each(tools)
             # Exemplars only on the series the dashboards plot.
             self.trajectory_tool_calls.observe((agent,), len(traj.tool_calls), exemplar)
             self.trajectory_model_turns.observe((agent,), len(traj.model_calls))
