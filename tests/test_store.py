@@ -14,6 +14,7 @@ from otel_traj.cli.report import parse_since
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.store import (
     SCHEMA_VERSION,
+    Prepared,
     Query,
     SqliteSink,
     StoreError,
@@ -303,8 +304,8 @@ def test_a_verdict_that_cannot_be_encoded_costs_only_itself(tmp_path: Path) -> N
     sink = SqliteSink(path, batch_size=10)
     bad = verdict(2)
     bad.trajectory.attributes = {("not", "a", "key"): 1}  # no JSON encoder takes a tuple key
-    sink._pending.extend([verdict(1), bad, verdict(3)])  # the writer takes all three in one batch
-    sink._wake.set()
+    for v in (verdict(1), bad, verdict(3)):
+        sink.export(v)  # encoded here: the bad one never reaches the writer's batch
     assert sink.force_flush()
     assert sink.stats.snapshot().sink_errors == {"SqliteSink": 1}
     assert sink.written == 2
@@ -320,10 +321,10 @@ def test_export_waits_while_max_queue_verdicts_wait_for_a_busy_writer(tmp_path: 
     writing, release = threading.Event(), threading.Event()
     write = sink._write
 
-    def slow_write(verdicts: list[Verdict]) -> None:
+    def slow_write(prepared: list[Prepared]) -> None:
         writing.set()
         release.wait()
-        write(verdicts)
+        write(prepared)
 
     sink._write = slow_write  # type: ignore[method-assign]
     sink.export(verdict(1))
