@@ -216,6 +216,20 @@ def test_regrade_overwrites_by_trace_id(tmp_path: Path) -> None:
     assert conn.execute("SELECT count(*) FROM check_results").fetchone()[0] == 1
 
 
+def test_a_batch_of_every_statement_size_is_written_whole(tmp_path: Path) -> None:
+    # 341 rows: one statement of each size (256 + 64 + 16 + 4 + 1); trace 9 also comes twice.
+    conn = connect(tmp_path / "s.db")
+    batch = [verdict(i, outcome="unsafe" if i % 7 == 0 else "pass", start_s=i) for i in range(1, 342)]
+    batch.append(verdict(9, outcome="unsafe", start_s=9))
+    write_verdicts(conn, batch)
+    stored = list(read_verdicts(conn))
+    assert [int(v["trace_id"], 16) for v in stored] == list(range(1, 342))
+    assert [v["outcome"] for v in stored] == [
+        "unsafe" if i % 7 == 0 or i == 9 else "pass" for i in range(1, 342)
+    ]
+    assert conn.execute("SELECT count(*) FROM failed_checks").fetchone()[0] == 341 // 7 + 1
+
+
 def test_the_later_of_two_verdicts_for_one_trace_in_a_batch_wins(tmp_path: Path) -> None:
     conn = connect(tmp_path / "s.db")
     write_verdicts(conn, [verdict(7, outcome="unsafe"), verdict(7, outcome="pass")])
