@@ -11,7 +11,7 @@ The clock runs from the first request to the last reply (decode only) or to the 
 to the store (graded); the client interpreter's start and exit are outside it. 4,800 traces per run
 (68,569 spans) measure the steady state. Target: graded throughput >= 50% of decode-only. Also
 printed: microseconds per span of each stage in-process (the sinks' share measured again on their
-own) and RSS under a flood of distinct traces.
+own, and the store's file size per run) and RSS under a flood of distinct traces.
 
     python benchmarks/receiver.py [--traces N] [--flood-rounds R]
 """
@@ -284,10 +284,13 @@ def sink_costs(verdicts: list[Verdict], spans: int) -> dict[str, float]:
         for i in range(0, len(verdicts), STORE_BATCH):
             write_verdicts(conn, verdicts[i : i + STORE_BATCH])
         t3 = time.perf_counter()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = (Path(tmp) / "alone.db").stat().st_size
     per_span = 1e6 / spans
     return {
         "of_which_prometheus_export": round((t1 - t0) * per_span, 1),
         "of_which_store_serialize_and_write": round((t3 - t2) * per_span, 1),
+        "store_bytes_per_run": round(size / len(verdicts)),
     }
 
 

@@ -204,8 +204,8 @@ Prepared = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
 
 def prepare(verdict: Verdict) -> Prepared:
     """The store's rows of a verdict. ``SqliteSink`` prepares each verdict as it is exported, while
-    its objects are still in the CPU's caches: encoded later by the writer, in batches, the same
-    verdicts took three times as long (their objects had to come back from memory)."""
+    its objects are still in the CPU's caches: encoded by the writer in a batch of aged verdicts, the
+    same verdicts took three times as long (their objects had to come back from memory)."""
     row = _row(verdict)
     failed = [
         (row[0], i, c.name, c.status, c.severity, c.reason, _json_text(c.steps))
