@@ -111,7 +111,7 @@ class Served:
                 text=True,
             )
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
+        self.started = line = self.proc.stdout.readline()
         match = STARTED.search(line)
         if match is None:
             self.proc.kill()

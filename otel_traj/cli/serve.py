@@ -42,6 +42,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert (env OTEL_TRAJ_TLS_KEY)")
     parser.add_argument(
+        "--tls-client-ca",
+        help="PEM CA certificates: require client certificates they signed (env OTEL_TRAJ_TLS_CLIENT_CA)",
+    )
+    parser.add_argument(
         "--max-request-bytes", type=int, help="decompressed request limit (env OTEL_TRAJ_MAX_REQUEST_BYTES)"
     )
     parser.add_argument(
@@ -110,7 +114,10 @@ def run(args: argparse.Namespace) -> int:
     def started(ports: Ports) -> None:
         host = settings.host
         line = STARTED.format(host=host, grpc=ports.grpc, http=ports.http, metrics=ports.metrics)
-        print(line + (" (TLS on the OTLP ports)" if settings.tls_cert else ""), flush=True)
+        if settings.tls_cert:
+            mutual = ", client certificates required" if settings.tls_client_ca else ""
+            line += f" (TLS on the OTLP ports{mutual})"
+        print(line, flush=True)
 
     try:
         return service.run(started)

@@ -144,7 +144,9 @@ def _following(certificate: ServedCertificate) -> grpc.ServerCredentials:
     served = certificate.latest()
 
     def configuration(files: TlsFiles) -> grpc.ServerCertificateConfiguration:
-        return grpc.ssl_server_certificate_configuration([(files.key_pem, files.cert_pem)])
+        return grpc.ssl_server_certificate_configuration(
+            [(files.key_pem, files.cert_pem)], root_certificates=files.client_ca_pem
+        )
 
     def fetch() -> grpc.ServerCertificateConfiguration | None:
         nonlocal served
@@ -154,4 +156,7 @@ def _following(certificate: ServedCertificate) -> grpc.ServerCredentials:
         served = files
         return configuration(files)
 
-    return grpc.dynamic_ssl_server_credentials(configuration(served), fetch)
+    # Mutual TLS is on or off for the service's life: only the certificates change.
+    return grpc.dynamic_ssl_server_credentials(
+        configuration(served), fetch, require_client_authentication=served.client_ca_pem is not None
+    )

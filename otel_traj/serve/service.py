@@ -92,7 +92,7 @@ class Service:
     def __init__(self, settings: ServeSettings, extra_sinks: tuple[Sink, ...] = ()) -> None:
         self.settings = settings
         self.tls = (
-            ServedCertificate(load_tls(settings.tls_cert, settings.tls_key))
+            ServedCertificate(load_tls(settings.tls_cert, settings.tls_key, settings.tls_client_ca))
             if settings.tls_cert and settings.tls_key
             else None
         )
@@ -262,6 +262,8 @@ def _uvicorn_config(
         server_header=False,
         ssl_certfile=str(files.cert) if files else None,
         ssl_keyfile=str(files.key) if files else None,
+        ssl_ca_certs=str(files.client_ca) if files and files.client_ca else None,
+        ssl_cert_reqs=ssl.CERT_REQUIRED if files and files.client_ca else ssl.CERT_NONE,
     )
     if tls is not None:
         config.load()  # builds the SSL context now, so that handshakes can follow the files
@@ -274,7 +276,7 @@ def _uvicorn_config(
                 password=None,
                 ssl_version=config.ssl_version,
                 cert_reqs=config.ssl_cert_reqs,
-                ca_certs=config.ssl_ca_certs,
+                ca_certs=str(files.client_ca) if files.client_ca else None,
                 ciphers=config.ssl_ciphers,
             )
 

@@ -29,6 +29,8 @@ class ServeSettings:
     verdicts waiting for the store writer; together with ``assembler.max_traces`` it bounds what a
     flood can make the service hold. ``tls_cert`` / ``tls_key``: PEM files that put both OTLP ports
     on TLS (given together; the metrics port stays plain HTTP for scrapers and probes).
+    ``tls_client_ca``: PEM certificates of the authorities whose client certificates the OTLP ports
+    accept (mutual TLS: a client without such a certificate is refused at the handshake).
     """
 
     host: str = field(default_factory=lambda: _env("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
@@ -40,6 +42,7 @@ class ServeSettings:
     auth_token: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_AUTH_TOKEN", None))
     tls_cert: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_TLS_CERT", None))
     tls_key: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_TLS_KEY", None))
+    tls_client_ca: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_TLS_CLIENT_CA", None))
     max_request_bytes: int = field(
         default_factory=lambda: _env_int("OTEL_TRAJ_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
     )
@@ -57,6 +60,8 @@ class ServeSettings:
             raise ValueError(
                 "tls_cert and tls_key: give both (a PEM certificate chain and its key) or neither"
             )
+        if self.tls_client_ca and not self.tls_cert:
+            raise ValueError("tls_client_ca: client certificates need TLS, give tls_cert and tls_key too")
         if self.max_request_bytes < 1:
             raise ValueError(f"max_request_bytes={self.max_request_bytes}: must be positive")
         if self.retry_after_s < 0:

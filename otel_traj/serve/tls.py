@@ -1,4 +1,5 @@
-"""TLS on the OTLP ports: one PEM certificate chain and its private key, checked at startup and
+"""TLS on the OTLP ports: one PEM certificate chain and its private key (and, for mutual TLS, the
+certificates of the authorities whose client certificates are accepted), checked at startup and
 followed afterwards.
 
 A service that started and then failed every handshake would look healthy to its probes while
@@ -7,8 +8,8 @@ refusing all spans, so a pair that does not load stops startup with the reason i
 Certificates are rotated under running services (cert-manager renews a Secret, the kubelet swaps the
 mounted files): a service that kept serving the pair it started with would present an expired
 certificate one day and every exporter would fail. So each handshake first looks at the files
-(two ``stat`` calls) and, when they changed and the new pair loads, serves the new pair; a pair that
-does not load (one file written, the other not yet) keeps the old one, logged and counted.
+(a ``stat`` call each) and, when they changed and the new files load, serves them; files that do
+not load (one file written, the other not yet) keep the old ones, logged and counted.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import logging
 import ssl
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 logger = logging.getLogger("otel_traj.serve")
@@ -29,10 +30,16 @@ class TlsFiles:
     key: Path
     cert_pem: bytes
     key_pem: bytes
+    # Mutual TLS: the authorities whose client certificates are accepted (None: no client certificate).
+    client_ca: Path | None = None
+    client_ca_pem: bytes | None = None
 
 
-def load_tls(cert: str, key: str) -> TlsFiles:
-    """The pair at ``cert`` / ``key``; ``ValueError`` naming both files if they do not load together."""
+def load_tls(cert: str, key: str, client_ca: str | None = None) -> TlsFiles:
+    """The pair at ``cert`` / ``key`` and the client CAs at ``client_ca``; ``ValueError`` naming the
+    files if they do not load."""
+    if client_ca is not None:
+        _load_client_ca(client_ca)
     asked: list[bool] = []
 
     def no_passphrase() -> bytes:
@@ -43,7 +50,7 @@ def load_tls(cert: str, key: str) -> TlsFiles:
     try:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(cert, key, password=no_passphrase)
-        return TlsFiles(Path(cert), Path(key), Path(cert).read_bytes(), Path(key).read_bytes())
+        files = TlsFiles(Path(cert), Path(key), Path(cert).read_bytes(), Path(key).read_bytes())
     except (OSError, ssl.SSLError) as exc:
         if asked:
             reason = "the key is encrypted; otel-traj reads no passphrase, give it the key unencrypted"
@@ -52,6 +59,17 @@ def load_tls(cert: str, key: str) -> TlsFiles:
         else:
             reason = exc.strerror or str(exc)
         raise ValueError(f"TLS certificate {cert} with key {key}: {reason}") from None
+    if client_ca is None:
+        return files
+    return replace(files, client_ca=Path(client_ca), client_ca_pem=Path(client_ca).read_bytes())
+
+
+def _load_client_ca(client_ca: str) -> None:
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_verify_locations(cafile=client_ca)
+    except (OSError, ssl.SSLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ValueError(f"TLS client CA {client_ca}: {reason}") from None
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:
@@ -72,8 +90,9 @@ class ServedCertificate:
         self.reload_errors = 0
 
     def _read_stamps(self) -> tuple[tuple[int, int, int], ...] | None:
+        files = self._files
         try:
-            return _stamp(self._files.cert), _stamp(self._files.key)
+            return tuple(_stamp(p) for p in (files.cert, files.key, files.client_ca) if p is not None)
         except OSError:
             return None  # being replaced: look again at the next handshake
 
@@ -84,7 +103,10 @@ class ServedCertificate:
                 return self._files
             self._stamps = stamps
             try:
-                files = load_tls(str(self._files.cert), str(self._files.key))
+                served = self._files
+                files = load_tls(
+                    str(served.cert), str(served.key), str(served.client_ca) if served.client_ca else None
+                )
             except ValueError as exc:
                 self.reload_errors += 1
                 logger.error("TLS certificate changed but does not load, still serving the old one: %s", exc)
