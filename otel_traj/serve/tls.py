@@ -39,7 +39,7 @@ def load_tls(cert: str, key: str, client_ca: str | None = None) -> TlsFiles:
     """The pair at ``cert`` / ``key`` and the client CAs at ``client_ca``; ``ValueError`` naming the
     files if they do not load."""
     if client_ca is not None:
-        _load_client_ca(client_ca)
+        _check_client_ca(client_ca)
     asked: list[bool] = []
 
     def no_passphrase() -> bytes:
@@ -64,7 +64,8 @@ def load_tls(cert: str, key: str, client_ca: str | None = None) -> TlsFiles:
     return replace(files, client_ca=Path(client_ca), client_ca_pem=Path(client_ca).read_bytes())
 
 
-def _load_client_ca(client_ca: str) -> None:
+def _check_client_ca(client_ca: str) -> None:
+    """``ValueError`` naming the file unless it holds PEM certificates OpenSSL can verify clients with."""
     try:
         ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_verify_locations(cafile=client_ca)
     except (OSError, ssl.SSLError) as exc:
