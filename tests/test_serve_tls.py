@@ -184,6 +184,30 @@ def test_mutual_tls_takes_only_clients_with_a_certificate_of_the_given_authority
     assert server.stop() == 0
 
 
+@pytest.mark.usefixtures("exporters_use_their_certificate_file")
+def test_a_replaced_client_ca_is_followed_from_the_next_handshake(
+    served: Callable[..., Served], tmp_path: Path
+) -> None:
+    cert, key = write_pair(tmp_path, "server")
+    first = write_pair(tmp_path, "first", client=True)
+    second = write_pair(tmp_path, "second", client=True)
+    ca = tmp_path / "clients.pem"
+    ca.write_bytes(first[0].read_bytes())
+    server = served("--tls-cert", str(cert), "--tls-key", str(key), "--tls-client-ca", str(ca))
+    assert grpc_trusting(server.grpc_target, cert, first) == grpc.StatusCode.OK
+    assert https_post(server.http_port, cert, first) == 400  # in: an invalid body
+    replacement = tmp_path / "clients.new"
+    replacement.write_bytes(second[0].read_bytes())
+    os.replace(replacement, ca)
+    assert grpc_trusting(server.grpc_target, cert, second) == grpc.StatusCode.OK
+    assert grpc_trusting(server.grpc_target, cert, first) == grpc.StatusCode.UNAVAILABLE
+    assert https_post(server.http_port, cert, second) == 400
+    with pytest.raises((ssl.SSLError, ConnectionError)):
+        https_post(server.http_port, cert, first)
+    assert server.metric("otel_traj_tls_reloads_total") == 1
+    assert server.stop() == 0
+
+
 def _ok(metrics: str, transport: str) -> float:
     line = f'otel_traj_receiver_requests_total{{result="ok",transport="{transport}"}}'
     return sum(float(row.split()[-1]) for row in metrics.splitlines() if row.startswith(line))
