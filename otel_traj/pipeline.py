@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from otel_traj.assembler import Assembler, Finished, LiveBatch
@@ -27,6 +27,8 @@ from otel_traj.verdict import CheckResult, Verdict
 logger = logging.getLogger("otel_traj")
 
 GradeFn = Callable[[Trajectory], Verdict]
+# The verdicts of many trajectories at once, as a ``GradeFn`` would give them (``Grader.grade_all``).
+GradeAllFn = Callable[[Sequence[Trajectory]], list[Verdict]]
 VerdictCallback = Callable[[Verdict], None]
 
 
@@ -50,6 +52,7 @@ class Pipeline:
     def __init__(
         self,
         grade: GradeFn | None = None,
+        grade_all: GradeAllFn | None = None,
         sinks: Iterable[Sink] = (),
         callbacks: Iterable[VerdictCallback] = (),
         config: AssemblerConfig | None = None,
@@ -63,6 +66,7 @@ class Pipeline:
         self.stats = stats or PipelineStats()
         self.assembler = Assembler(config, self.stats, track_starts=track_starts, view_of=view_of)
         self._grade = grade or ungraded
+        self._grade_all = grade_all
         self._live = live
         self._live_checkers: dict[int, LiveChecker | None] = {}
         self._agent_by_service: dict[str, str] = {}
@@ -125,13 +129,7 @@ class Pipeline:
                 # so a live pass over them would only repeat it.
                 if self._live is not None:
                     self._check_live()
-                for item in finished:
-                    try:
-                        self._finish(item)
-                    except Exception:
-                        # One run that cannot be built or graded must not take the others with it.
-                        self.stats.count_internal_error()
-                        logger.exception("otel-traj could not grade trace %032x", item.context.trace_id)
+                self._finish(finished)
                 return len(finished)
             except Exception:
                 self.stats.count_internal_error()
@@ -178,26 +176,55 @@ class Pipeline:
                 self.stats.count_sink_error(type(sink).__name__)
                 logger.exception("sink %s failed on a live violation", type(sink).__name__)
 
-    def _finish(self, item: Finished) -> None:
-        self._live_checkers.pop(item.context.trace_id, None)
-        trajectory = build_trajectory(item.context, item.steps, complete=item.complete)
-        if trajectory.service_name:
-            self._agent_by_service[trajectory.service_name] = trajectory.agent_label
-        verdict = self._grade(trajectory)
-        if not verdict.graded_at_ns:
-            verdict.graded_at_ns = time.time_ns()
-        for callback in self._callbacks:
+    def _finish(self, finished: list[Finished]) -> None:
+        """Build every finished run, grade them together, hand each verdict on. One run that cannot be
+        built or graded must not take the others with it."""
+        trajectories: list[Trajectory] = []
+        for item in finished:
+            self._live_checkers.pop(item.context.trace_id, None)
             try:
-                callback(verdict)
+                trajectory = build_trajectory(item.context, item.steps, complete=item.complete)
             except Exception:
-                self.stats.count_internal_error()
-                logger.exception("verdict callback failed")
-        for sink in self.sinks:
+                self._failed(item.context.trace_id)
+                continue
+            if trajectory.service_name:
+                self._agent_by_service[trajectory.service_name] = trajectory.agent_label
+            trajectories.append(trajectory)
+        for verdict in self._verdicts(trajectories):
+            if not verdict.graded_at_ns:
+                verdict.graded_at_ns = time.time_ns()
+            for callback in self._callbacks:
+                try:
+                    callback(verdict)
+                except Exception:
+                    self.stats.count_internal_error()
+                    logger.exception("verdict callback failed")
+            for sink in self.sinks:
+                try:
+                    sink.export(verdict)
+                except Exception:
+                    self.stats.count_sink_error(type(sink).__name__)
+                    logger.exception("sink %s failed", type(sink).__name__)
+
+    def _verdicts(self, trajectories: list[Trajectory]) -> list[Verdict]:
+        """All at once where the grader can (check by check, faster); if that fails, one by one, so
+        that only the runs that cannot be graded are lost (counted and logged)."""
+        if self._grade_all is not None and trajectories:
             try:
-                sink.export(verdict)
+                return self._grade_all(trajectories)
             except Exception:
-                self.stats.count_sink_error(type(sink).__name__)
-                logger.exception("sink %s failed", type(sink).__name__)
+                logger.debug("grading %d runs together failed, grading them one by one", len(trajectories))
+        verdicts: list[Verdict] = []
+        for trajectory in trajectories:
+            try:
+                verdicts.append(self._grade(trajectory))
+            except Exception:
+                self._failed(trajectory.trace_id)
+        return verdicts
+
+    def _failed(self, trace_id: int) -> None:
+        self.stats.count_internal_error()
+        logger.exception("otel-traj could not grade trace %032x", trace_id)
 
     # -- lifecycle ------------------------------------------------------------------------------
 

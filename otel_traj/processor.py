@@ -8,7 +8,7 @@ export happen on the pipeline's worker thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from opentelemetry.context import Context
@@ -22,7 +22,6 @@ from otel_traj.pipeline import Pipeline, VerdictCallback
 from otel_traj.policy import Policy, load_policy
 from otel_traj.sinks.base import Sink
 from otel_traj.stats import PipelineStats
-from otel_traj.verdict import Verdict
 
 # Ended spans queued before the hooks wake the worker early (its tick may be tens of ms away).
 DRAIN_AT = 256
@@ -53,14 +52,14 @@ class TrajectoryProcessor(SpanProcessor):
         self.policy = policy
         config = config or AssemblerConfig()
         callbacks = [on_verdict] if callable(on_verdict) else list(on_verdict)
-        grade: Callable[..., Verdict] | None = None
+        grader = Grader(policy) if policy is not None else None
         live = None
         if policy is not None:
-            grade = Grader(policy).grade
             live = live_scope(policy)
             config = config.with_capture(subject_attributes(policy))
         self.pipeline = Pipeline(
-            grade=grade,
+            grade=grader.grade if grader is not None else None,
+            grade_all=grader.grade_all if grader is not None else None,
             sinks=sinks,
             callbacks=callbacks,
             config=config,

@@ -49,6 +49,28 @@ def test_agent_override_applies_only_to_that_agent() -> None:
     assert by_name(other.checks)["budget"].reason.startswith("tool calls 7/8")
 
 
+def test_grade_all_gives_each_run_the_verdict_grade_gives_it() -> None:
+    # Runs of two agent policies interleaved (the override caps support_agent at 6 tool calls), keyed
+    # checks among them: grade_all runs check by check over each policy's runs.
+    many = [call(i, "get_subscription", {"customer_id": "C023", "n": i}) for i in range(1, 8)]
+    runs = [
+        clean_run(),
+        trajectory(many, agent="billing_agent"),
+        violating_run(),
+        trajectory(many),
+        trajectory(many, agent="billing_agent", user_input=None),
+    ]
+    grader = Grader(example_policy())
+    together = grader.grade_all(runs)
+    alone = [grader.grade(run) for run in runs]
+    assert [v.trajectory for v in together] == runs
+    assert [(v.checks, v.outcome, v.score, v.policy_version) for v in together] == [
+        (v.checks, v.outcome, v.score, v.policy_version) for v in alone
+    ]
+    assert {v.outcome for v in together} >= {"pass", "unsafe"}
+    assert grader.grade_all([]) == []
+
+
 def test_only_configured_checks_run() -> None:
     policy = parse_policy({"defaults": {"tools": {"deny": ["delete_account"]}}})
     assert [c.name for c in Grader(policy).grade(clean_run()).checks] == ["tools"]

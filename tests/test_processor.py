@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -281,6 +282,37 @@ def test_a_run_that_fails_to_grade_does_not_drop_the_others() -> None:
     assert pipeline.process(flush=True) == 3
     pipeline.shutdown()
     assert sorted(v.trajectory.trace_id for v in verdicts) == [2, 3]
+    assert pipeline.stats.internal_errors == 1
+
+
+def test_runs_are_graded_together_and_one_by_one_only_when_that_fails() -> None:
+    batches: list[list[int]] = []
+
+    def grade(trajectory: Trajectory) -> Verdict:
+        if trajectory.trace_id == 1:
+            raise RuntimeError("broken policy code")
+        return ungraded(trajectory)
+
+    def grade_all(trajectories: Sequence[Trajectory]) -> list[Verdict]:
+        batches.append([t.trace_id for t in trajectories])
+        return [grade(t) for t in trajectories]
+
+    verdicts: list[Verdict] = []
+    pipeline = Pipeline(
+        grade=grade, grade_all=grade_all, callbacks=[verdicts.append], config=AssemblerConfig(grace_s=60)
+    )
+    for trace_ids in ((2, 3), (1, 4, 5)):
+        pipeline.assembler.add_all(
+            [
+                (trace_id, 10, None, True, 1, 2, ToolCall(name="t", span_id=10, start_ns=1, end_ns=2), {}, {})
+                for trace_id in trace_ids
+            ]
+        )
+        pipeline.process(flush=True)
+    pipeline.shutdown()
+    # Each tick's runs in one call; the failing batch again one by one, losing only the broken run.
+    assert batches == [[2, 3], [1, 4, 5]]
+    assert [v.trajectory.trace_id for v in verdicts] == [2, 3, 4, 5]
     assert pipeline.stats.internal_errors == 1
 
 

@@ -1,13 +1,14 @@
 """The service's current policy, swapped atomically on reload.
 
-The pipeline is built once, with :meth:`PolicyHolder.grade` and :meth:`PolicyHolder.live` as its grade
-and live functions; both read the grader of the moment, so a reload affects every trace graded after
-it and never one half-graded.
+The pipeline is built once, with :meth:`PolicyHolder.grade` (and ``grade_all``) and
+:meth:`PolicyHolder.live` as its grade and live functions; they read the grader of the moment, so a
+reload affects every trace graded after it and never one half-graded.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from otel_traj.builder import TraceContext
 from otel_traj.config import AssemblerConfig
@@ -51,6 +52,10 @@ class PolicyHolder:
     def grade(self, trajectory: Trajectory) -> Verdict:
         state = self._state
         return state[1].grade(trajectory) if state is not None else ungraded(trajectory)
+
+    def grade_all(self, trajectories: Sequence[Trajectory]) -> list[Verdict]:
+        state = self._state
+        return state[1].grade_all(trajectories) if state is not None else [ungraded(t) for t in trajectories]
 
     def live(self, context: TraceContext) -> LiveChecker | None:
         state = self._state

@@ -110,6 +110,7 @@ class Service:
         config = self.policy.assembler_config(settings.assembler)
         self.pipeline = Pipeline(
             grade=self.policy.grade,
+            grade_all=self.policy.grade_all,
             sinks=sinks,
             config=config,
             stats=self.stats,
