@@ -190,21 +190,26 @@ class Pipeline:
             if trajectory.service_name:
                 self._agent_by_service[trajectory.service_name] = trajectory.agent_label
             trajectories.append(trajectory)
-        for verdict in self._verdicts(trajectories):
+        verdicts = self._verdicts(trajectories)
+        for verdict in verdicts:
             if not verdict.graded_at_ns:
                 verdict.graded_at_ns = time.time_ns()
+        # Callbacks last: a callback sees a verdict every sink already has (one that flushes a sink,
+        # as the receiver benchmark flushes the store, finds the verdict there).
+        for sink in self.sinks:
+            for verdict in verdicts:
+                try:
+                    sink.export(verdict)
+                except Exception:
+                    self.stats.count_sink_error(type(sink).__name__)
+                    logger.exception("sink %s failed", type(sink).__name__)
+        for verdict in verdicts:
             for callback in self._callbacks:
                 try:
                     callback(verdict)
                 except Exception:
                     self.stats.count_internal_error()
                     logger.exception("verdict callback failed")
-            for sink in self.sinks:
-                try:
-                    sink.export(verdict)
-                except Exception:
-                    self.stats.count_sink_error(type(sink).__name__)
-                    logger.exception("sink %s failed", type(sink).__name__)
 
     def _verdicts(self, trajectories: list[Trajectory]) -> list[Verdict]:
         """All at once where the grader can (check by check, faster); if that fails, one by one, so

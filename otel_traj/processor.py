@@ -36,7 +36,7 @@ class TrajectoryProcessor(SpanProcessor):
 
     policy: a ``Policy``, or a path to a policy file (YAML or JSON); None grades nothing and only
     rebuilds trajectories. sinks: where verdicts go (Prometheus, Langfuse, SQLite, ...).
-    on_verdict: callables receiving each ``Verdict`` on the worker thread.
+    on_verdict: callables receiving each ``Verdict`` on the worker thread, after every sink got it.
     """
 
     def __init__(

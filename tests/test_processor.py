@@ -21,6 +21,7 @@ from otel_traj.processor import DRAIN_AT, TrajectoryProcessor
 from otel_traj.sampling import RecordAllSampler
 from otel_traj.serialize import trajectory_to_dict
 from otel_traj.serve.ingest import Ingest
+from otel_traj.sinks.base import Sink
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import Verdict
@@ -314,6 +315,33 @@ def test_runs_are_graded_together_and_one_by_one_only_when_that_fails() -> None:
     assert batches == [[2, 3], [1, 4, 5]]
     assert [v.trajectory.trace_id for v in verdicts] == [2, 3, 4, 5]
     assert pipeline.stats.internal_errors == 1
+
+
+def test_callbacks_see_verdicts_every_sink_already_has() -> None:
+    class Recording(Sink):
+        def __init__(self) -> None:
+            super().__init__()
+            self.exported: list[int] = []
+
+        def export(self, verdict: Verdict) -> None:
+            self.exported.append(verdict.trajectory.trace_id)
+
+    sinks = [Recording(), Recording()]
+    seen: list[tuple[int, list[int], list[int]]] = []
+    pipeline = Pipeline(
+        sinks=sinks,
+        callbacks=[lambda v: seen.append((v.trajectory.trace_id, *(list(s.exported) for s in sinks)))],
+        config=AssemblerConfig(grace_s=60),
+    )
+    pipeline.assembler.add_all(
+        [
+            (trace_id, 10, None, True, 1, 2, ToolCall(name="t", span_id=10, start_ns=1, end_ns=2), {}, {})
+            for trace_id in (1, 2)
+        ]
+    )
+    pipeline.process(flush=True)
+    pipeline.shutdown()
+    assert seen == [(1, [1, 2], [1, 2]), (2, [1, 2], [1, 2])]
 
 
 def test_the_worker_of_an_idle_process_sleeps_longer_than_its_tick() -> None:
