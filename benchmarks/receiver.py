@@ -11,7 +11,8 @@ The clock runs from the first request to the last reply (decode only) or to the 
 to the store (graded); the client interpreter's start and exit are outside it. 4,800 traces per run
 (68,569 spans) measure the steady state. Target: graded throughput >= 50% of decode-only. Also
 printed: microseconds per span of each stage in-process (the sinks' share measured again on their
-own, and the store's file size per run) and RSS under a flood of distinct traces.
+own, and the store's file size per run), grading per run one by one and a tick's worth at a time,
+and RSS under a flood of distinct traces.
 
     python benchmarks/receiver.py [--traces N] [--flood-rounds R]
 """
@@ -42,6 +43,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from otel_traj.adapters.batch import SpanBatch
 from otel_traj.compiled import build
 from otel_traj.config import AssemblerConfig
+from otel_traj.grader import Grader
+from otel_traj.policy import load_policy
 from otel_traj.serve import Accepted, Ingest, ServeSettings, Service
 from otel_traj.serve.codec import decode_protobuf
 from otel_traj.serve.service import tune_gc
@@ -56,6 +59,7 @@ EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 TRACES_PER_REQUEST = 16
 CONNECTIONS = 4
 STORE_BATCH = 500  # SqliteSink's default batch size
+GRADE_BATCH = 35  # the runs a worker's tick grades at this benchmark's rate
 
 
 class DecodeOnly(Ingest):
@@ -268,6 +272,25 @@ def stages(bodies: list[bytes], spans: int, traces: int) -> dict[str, float]:
         "build_grade_and_sinks": round((t3 - t2) * per_span, 1),
         "store_commit": round((t4 - t3) * per_span, 1),
         **sink_costs(verdicts, spans),
+        **grading_costs(verdicts),
+    }
+
+
+def grading_costs(verdicts: list[Verdict]) -> dict[str, float]:
+    """Microseconds per run of grading the same runs again: one by one, and a tick's worth at a time
+    as the worker does (``Grader.grade_all``, check by check)."""
+    grader = Grader(load_policy(POLICY))
+    runs = [v.trajectory for v in verdicts]
+    t0 = time.perf_counter()
+    for run in runs:
+        grader.grade(run)
+    t1 = time.perf_counter()
+    for i in range(0, len(runs), GRADE_BATCH):
+        grader.grade_all(runs[i : i + GRADE_BATCH])
+    t2 = time.perf_counter()
+    return {
+        "grade_us_per_run_one_by_one": round((t1 - t0) * 1e6 / len(runs), 1),
+        f"grade_us_per_run_{GRADE_BATCH}_at_a_time": round((t2 - t1) * 1e6 / len(runs), 1),
     }
 
 

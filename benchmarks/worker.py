@@ -9,7 +9,8 @@ microsecond it spends per span or per trajectory is taken from somebody. Inputs 
 - grading: the trajectories of those files with ``examples/policies/support_agent.yaml``; each planned
   check is timed on its own as ``Grader.grade`` calls it (the checks that compare argument keys get
   them precomputed, and ``args_keys`` is timed as its own row), then the whole ``Grader.grade``
-  (checks, classification, score, Verdict);
+  (checks, classification, score, Verdict), run by run and all at once (``Grader.grade_all``, check by
+  check, as the worker grades a tick's runs);
 - the worker's tick with 10,000 runs in flight and none ready (long agent runs), against the tick
   with one run in flight: what a tick costs must not grow with the runs it leaves alone.
 
@@ -116,6 +117,8 @@ def bench_grading(rounds: int) -> dict[str, float]:
     results["grade"] = _per_item_us(
         partial(_grade_all, grader.grade, trajectories), len(trajectories), rounds, 500
     )
+    # All of them in one call, check by check, as the worker grades a tick's runs.
+    results["grade_all"] = _per_item_us(partial(grader.grade_all, trajectories), count, rounds, 500)
     return results
 
 
@@ -153,13 +156,15 @@ def main() -> None:
     mean = statistics.mean(row["us_per_span"] for row in spans.values())
     print(f"  {'mean of frameworks':26} {'':10} {mean:6.2f} µs/span  {1e6 / mean:10,.0f} spans/s")
     print(f"\ngrading, per trajectory ({grading['trajectories']:.0f} trajectories, support_agent.yaml)")
+    not_checks = ("trajectories", "grade", "grade_all")
     for name, us in grading.items():
-        if name in ("trajectories", "grade"):
-            continue
-        print(f"  {name:26} {us:6.2f} µs")
-    checks = sum(us for name, us in grading.items() if name not in ("trajectories", "grade"))
+        if name not in not_checks:
+            print(f"  {name:26} {us:6.2f} µs")
+    checks = sum(us for name, us in grading.items() if name not in not_checks)
     print(f"  {'sum of the above':26} {checks:6.2f} µs")
     print(f"  {'Grader.grade':26} {grading['grade']:6.2f} µs  {1e6 / grading['grade']:10,.0f} trajectories/s")
+    per_run = grading["grade_all"]
+    print(f"  {'Grader.grade_all, per run':26} {per_run:6.2f} µs  {1e6 / per_run:10,.0f} trajectories/s")
     print("\nworker tick, nothing ready")
     print(f"  {'1 run in flight':26} {tick['one_in_flight_us']:6.2f} µs")
     print(f"  {'10,000 runs in flight':26} {tick['10000_in_flight_us']:6.2f} µs")
