@@ -38,8 +38,7 @@ class TlsFiles:
 def load_tls(cert: str, key: str, client_ca: str | None = None) -> TlsFiles:
     """The pair at ``cert`` / ``key`` and the client CAs at ``client_ca``; ``ValueError`` naming the
     files if they do not load."""
-    if client_ca is not None:
-        _check_client_ca(client_ca)
+    client_ca_pem = _client_ca_pem(client_ca) if client_ca is not None else None
     asked: list[bool] = []
 
     def no_passphrase() -> bytes:
@@ -61,16 +60,19 @@ def load_tls(cert: str, key: str, client_ca: str | None = None) -> TlsFiles:
         raise ValueError(f"TLS certificate {cert} with key {key}: {reason}") from None
     if client_ca is None:
         return files
-    return replace(files, client_ca=Path(client_ca), client_ca_pem=Path(client_ca).read_bytes())
+    return replace(files, client_ca=Path(client_ca), client_ca_pem=client_ca_pem)
 
 
-def _check_client_ca(client_ca: str) -> None:
-    """``ValueError`` naming the file unless it holds PEM certificates OpenSSL can verify clients with."""
+def _client_ca_pem(client_ca: str) -> bytes:
+    """The file's PEM certificates, read once and checked as read: ``ValueError`` naming the file
+    unless OpenSSL can verify clients with them."""
     try:
-        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_verify_locations(cafile=client_ca)
-    except (OSError, ssl.SSLError) as exc:
+        pem = Path(client_ca).read_bytes()
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_verify_locations(cadata=pem.decode("ascii"))
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError, UnicodeDecodeError a ValueError
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ValueError(f"TLS client CA {client_ca}: {reason}") from None
+    return pem
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:
