@@ -52,9 +52,10 @@ class TrajectoryProcessor(SpanProcessor):
         self.policy = policy
         config = config or AssemblerConfig()
         callbacks = [on_verdict] if callable(on_verdict) else list(on_verdict)
-        grader = Grader(policy) if policy is not None else None
+        grader: Grader | None = None
         live = None
         if policy is not None:
+            grader = Grader(policy)
             live = live_scope(policy)
             config = config.with_capture(subject_attributes(policy))
         self.pipeline = Pipeline(
