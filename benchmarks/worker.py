@@ -78,12 +78,12 @@ def bench_to_step(rounds: int) -> dict[str, dict[str, float]]:
     return results
 
 
-def _grade_all(check: Callable[[Trajectory], Any], trajectories: list[Trajectory]) -> None:
+def _each_run(check: Callable[[Trajectory], Any], trajectories: list[Trajectory]) -> None:
     for trajectory in trajectories:
         check(trajectory)
 
 
-def _grade_keyed(check: Callable[..., Any], trajectories: list[Trajectory], keys: Sequence[CallKeys]) -> None:
+def _keyed_run(check: Callable[..., Any], trajectories: list[Trajectory], keys: Sequence[CallKeys]) -> None:
     for trajectory, trajectory_keys in zip(trajectories, keys, strict=True):
         check(trajectory, keys=trajectory_keys)
 
@@ -110,12 +110,12 @@ def bench_grading(rounds: int) -> dict[str, float]:
     for check in plan_checks(agent_policy):
         name = check.func.__name__.removeprefix("check_")
         if "keys" in inspect.signature(check.func).parameters:
-            work = partial(_grade_keyed, check, trajectories, keys)
+            work = partial(_keyed_run, check, trajectories, keys)
         else:
-            work = partial(_grade_all, check, trajectories)
+            work = partial(_each_run, check, trajectories)
         results[name] = _per_item_us(work, count, rounds, 500)
     results["grade"] = _per_item_us(
-        partial(_grade_all, grader.grade, trajectories), len(trajectories), rounds, 500
+        partial(_each_run, grader.grade, trajectories), len(trajectories), rounds, 500
     )
     # All of them in one call, check by check, as the worker grades a tick's runs.
     results["grade_all"] = _per_item_us(partial(grader.grade_all, trajectories), count, rounds, 500)
