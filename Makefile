@@ -10,7 +10,7 @@ STRANDS_STAMP := $(STRANDS_VENV)/.installed
 JS_TESTS := tests/otlp_js
 JS_STAMP := $(JS_TESTS)/node_modules/.installed
 
-.PHONY: compile test demo bench lint fixtures clean
+.PHONY: test demo bench lint fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,24 +27,13 @@ $(JS_STAMP): $(JS_TESTS)/package-lock.json
 	npm ci --prefix $(JS_TESTS) --no-audit --no-fund --loglevel=error
 	touch $(JS_STAMP)
 
-# The per-span modules compiled next to their sources (hatch_build.py); only what changed is rebuilt.
-compile: $(STAMP)
-	$(BIN)/python hatch_build.py
-
-# The whole suite on the compiled build, then the unit tests of the per-span modules once more on
-# their Python source: what an install without a C compiler runs.
-PURE_TESTS := $(addprefix tests/test_,dialects_robust.py dialects_vendors.py dialects_real.py \
-	adapters_formats.py adapters_errors.py adapters_roundtrip.py builder.py checks.py grader.py \
-	grader_properties.py properties.py serialize.py store.py real_fixtures.py processor.py)
-
-test: compile $(STRANDS_STAMP) $(JS_STAMP)
+test: $(STAMP) $(STRANDS_STAMP) $(JS_STAMP)
 	$(BIN)/python -m pytest
-	OTEL_TRAJ_PURE_PYTHON=1 $(BIN)/python -m pytest $(PURE_TESTS)
 
-demo: compile
+demo: $(STAMP)
 	$(BIN)/python -m examples.refund_agent
 
-bench: compile
+bench: $(STAMP)
 	$(BIN)/otel-traj --version
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/grading.py
@@ -61,4 +50,3 @@ fixtures:
 
 clean:
 	rm -rf $(VENV) $(STRANDS_VENV) $(JS_TESTS)/node_modules .pytest_cache .mypy_cache .ruff_cache build otel-traj.db otel-traj-report.html
-	find otel_traj -name '*.so' -delete

@@ -41,7 +41,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from otel_traj.adapters.batch import SpanBatch
-from otel_traj.compiled import build
 from otel_traj.config import AssemblerConfig
 from otel_traj.grader import Grader
 from otel_traj.policy import load_policy
@@ -49,7 +48,7 @@ from otel_traj.serve import Accepted, Ingest, ServeSettings, Service
 from otel_traj.serve.codec import decode_protobuf
 from otel_traj.serve.service import tune_gc
 from otel_traj.sinks.prometheus import PrometheusSink
-from otel_traj.store import connect, write_verdicts
+from otel_traj.sinks.store import connect, write_verdicts
 from otel_traj.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -328,7 +327,6 @@ def main() -> None:
     bodies, spans = payloads(args.traces, offset=0)
     tune_gc()
     result: dict[str, Any] = {
-        "build": build(),
         "traces": args.traces,
         "spans": spans,
         "requests": len(bodies),

@@ -1,7 +1,5 @@
 """otel-traj: grade AI-agent trajectories from OpenTelemetry spans while the agents run."""
 
-# First: with OTEL_TRAJ_PURE_PYTHON=1 it makes the imports below read the Python source.
-from otel_traj import compiled  # noqa: F401
 from otel_traj.adapters import TraceFileError, read_trace_file, read_trace_files
 from otel_traj.grader import Grader
 from otel_traj.policy import Policy, PolicyError, load_policy

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from otel_traj.store import connect, read_verdicts
+from otel_traj.sinks.store import connect, read_verdicts
 from tests.langfuse_server import LangfuseTestServer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from otel_traj.config import AssemblerConfig
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sinks.langfuse import LangfuseSink
-from otel_traj.store import SqliteSink, connect, read_verdicts
+from otel_traj.sinks.store import SqliteSink, connect, read_verdicts
 from tests.langfuse_server import LangfuseTestServer
 from tests.semconv_agent import emit
 from tests.test_live import AGENT, POLICY, tool

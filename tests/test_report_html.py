@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from otel_traj.cli import main
 from otel_traj.processor import TrajectoryProcessor
-from otel_traj.report_html import render_html, write_html
+from otel_traj.reports.html import render_html, write_html
 from otel_traj.serialize import verdict_to_dict
-from otel_traj.store import SqliteSink, connect, read_verdicts
+from otel_traj.sinks.store import SqliteSink, connect, read_verdicts
 from otel_traj.verdict import Verdict
 from tests.semconv_agent import INVOICES, Call, Run, Turn, clean_refund, emit
 from tests.support_trajectories import EXAMPLE_POLICY

@@ -40,7 +40,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_traj.adapters.otlp_proto import parse_request
-from otel_traj.store import connect, read_verdicts
+from otel_traj.sinks.store import connect, read_verdicts
 from tests.semconv_agent import Run, clean_refund, emit
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import pytest
 
 from otel_traj.cli.report import parse_since
 from otel_traj.serialize import verdict_to_dict
-from otel_traj.store import (
+from otel_traj.sinks.store import (
     SCHEMA_VERSION,
     Prepared,
     Query,

@@ -20,11 +20,11 @@ from examples.refund_agent.agent import SupportAgent
 from examples.refund_agent.backend import Backend
 from examples.refund_agent.tickets import TICKETS, ScriptedPlanner, Ticket
 from otel_traj.processor import TrajectoryProcessor
-from otel_traj.report_html import write_html
+from otel_traj.reports.html import write_html
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.prometheus import PrometheusSink
-from otel_traj.store import SqliteSink
+from otel_traj.sinks.store import SqliteSink
 from otel_traj.verdict import Verdict
 
 POLICY = Path(__file__).resolve().parent.parent / "policies" / "support_agent.yaml"

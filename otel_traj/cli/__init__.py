@@ -9,8 +9,6 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import version
 
-from otel_traj.compiled import build
-
 COMMANDS = ("grade", "policy", "serve", "report")
 
 
@@ -22,8 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action="version",
-        # Which build grades: the per-span modules compiled, or their Python source.
-        version=f"otel-traj {version('otel-traj')} ({build()})",
+        version=f"otel-traj {version('otel-traj')}",
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:

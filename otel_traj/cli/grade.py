@@ -22,8 +22,8 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.pipeline import ungraded
 from otel_traj.policy import PolicyError, load_policy
 from otel_traj.progress import track
-from otel_traj.report_html import write_html
 from otel_traj.reports import RENDERERS, render
+from otel_traj.reports.html import write_html
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.langfuse import send_verdicts
 

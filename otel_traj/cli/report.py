@@ -13,8 +13,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from otel_traj.report_html import write_html
-from otel_traj.store import Query, StoreError, connect, read_verdicts
+from otel_traj.reports.html import write_html
+from otel_traj.sinks.store import Query, StoreError, connect, read_verdicts
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

@@ -13,7 +13,7 @@ from otel_traj.config import AssemblerConfig
 from otel_traj.policy import PolicyError
 from otel_traj.serve.service import Ports, Service
 from otel_traj.serve.settings import ServeSettings
-from otel_traj.store import StoreError
+from otel_traj.sinks.store import StoreError
 
 STARTED = "otel-traj serve: listening grpc={host}:{grpc} http={host}:{http} metrics={host}:{metrics}"
 

@@ -36,8 +36,8 @@ from otel_traj.serve.tls import ServedCertificate, TlsFiles, follow_in_handshake
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.langfuse import LangfuseSink
 from otel_traj.sinks.prometheus import PrometheusSink
+from otel_traj.sinks.store import SqliteSink
 from otel_traj.stats import PipelineStats
-from otel_traj.store import SqliteSink
 
 logger = logging.getLogger("otel_traj.serve")
 

@@ -34,7 +34,7 @@ from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.base import Sink
 from otel_traj.verdict import Verdict
 
-logger = logging.getLogger("otel_traj.store")
+logger = logging.getLogger("otel_traj.sinks.store")
 
 SCHEMA_VERSION = 2
 
