@@ -1,13 +1,24 @@
-"""Assembler settings: constructor arguments with ``OTEL_TRAJ_*`` environment-variable defaults."""
+"""Settings: one parser for `OTEL_TRAJ_*` values, and the assembler's limits (constructor arguments
+with environment-variable defaults)."""
 
 from __future__ import annotations
 
+import logging
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 _T = TypeVar("_T")
+logger = logging.getLogger("otel_traj")
+
+# Set while ``otel-traj serve`` reads its settings: a service refuses to start on a bad value, where a
+# library embedded in someone's application logs it and keeps its default (as the SDK does for
+# ``OTEL_BSP_*``).
+_STRICT: ContextVar[bool] = ContextVar("otel_traj_strict_env", default=False)
 
 DEFAULT_CAPTURE = (
     "app.customer_id",
@@ -20,26 +31,69 @@ DEFAULT_CAPTURE = (
 )
 
 
-def env_value(name: str, default: _T, parse: Callable[[str], _T], expected: str = "a number") -> _T:
-    """``parse`` applied to environment variable ``name``; ``default`` when it is unset or empty.
+class SettingError(ValueError):
+    """An ``OTEL_TRAJ_*`` variable holds a value its setting cannot take (strict mode only)."""
 
-    A value ``parse`` rejects raises a ValueError that names the variable, the value and ``expected``.
+
+def env_value(name: str, default: _T, parse: Callable[[str], _T], expected: str = "a number") -> _T:
+    """``parse`` applied to environment variable ``name``; ``default`` when it is unset or blank.
+
+    A value ``parse`` rejects (ValueError) is logged naming the variable, the value and ``expected``,
+    and the default is used; inside ``strict_settings()`` it raises ``SettingError`` instead.
     """
-    raw = os.environ.get(name)
+    raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
         return parse(raw)
     except ValueError as exc:
-        raise ValueError(f"{name}={raw!r}: expected {expected}") from exc
+        message = f"{name}={raw!r}: expected {expected}"
+        if _STRICT.get():
+            raise SettingError(message) from exc
+        logger.warning("%s; using the default %r", message, default)
+        return default
 
 
-def _env_float(name: str, default: float) -> float:
-    return env_value(name, default, float)
+@contextmanager
+def strict_settings() -> Iterator[None]:
+    """Within: an invalid ``OTEL_TRAJ_*`` value raises ``SettingError`` (a service's startup)."""
+    token = _STRICT.set(True)
+    try:
+        yield
+    finally:
+        _STRICT.reset(token)
 
 
-def _env_int(name: str, default: int) -> int:
-    return int(_env_float(name, default))
+def _non_negative(parse: Callable[[str], float]) -> Callable[[str], float]:
+    def checked(raw: str) -> float:
+        value = parse(raw)
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(raw)
+        return value
+
+    return checked
+
+
+def env_float(name: str, default: float) -> float:
+    """A finite, non-negative number of ``name`` (seconds, sizes)."""
+    return env_value(name, default, _non_negative(float), "a non-negative number")
+
+
+def env_int(name: str, default: int) -> int:
+    """A non-negative integer of ``name``."""
+    return env_value(name, default, lambda raw: int(_non_negative(int)(raw)), "a non-negative integer")
+
+
+def env_str(name: str, default: str | None) -> str | None:
+    return env_value(name, default, str, "text")
+
+
+def env_list(name: str) -> list[str] | None:
+    """A comma-separated list of ``name``; None when unset (an empty list when set to ``,``)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    return [item.strip() for item in raw.split(",") if item.strip()]
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,12 +106,12 @@ class AssemblerConfig:
     in-process spans waiting for the worker. What a cap drops is counted in ``otel_traj_dropped_total``.
     """
 
-    grace_s: float = field(default_factory=lambda: _env_float("OTEL_TRAJ_GRACE_S", 0.5))
-    ttl_s: float = field(default_factory=lambda: _env_float("OTEL_TRAJ_TTL_S", 600.0))
-    max_traces: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_MAX_TRACES", 10_000))
-    max_steps: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_MAX_STEPS", 1_000))
-    max_chars: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_MAX_VALUE_CHARS", 4_096))
-    max_backlog: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_MAX_BACKLOG", 100_000))
+    grace_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_GRACE_S", 0.5))
+    ttl_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_TTL_S", 600.0))
+    max_traces: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_TRACES", 10_000))
+    max_steps: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_STEPS", 1_000))
+    max_chars: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_VALUE_CHARS", 4_096))
+    max_backlog: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_BACKLOG", 100_000))
     capture_attributes: tuple[str, ...] = DEFAULT_CAPTURE
     late_memory: int = 10_000
 

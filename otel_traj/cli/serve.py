@@ -9,7 +9,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from otel_traj.cli.logs import LOG_FORMATS, configure_logging
-from otel_traj.config import AssemblerConfig
+from otel_traj.config import AssemblerConfig, strict_settings
 from otel_traj.policy import PolicyError
 from otel_traj.serve.service import Ports, Service
 from otel_traj.serve.settings import ServeSettings
@@ -105,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     configure_logging(args.log_level, args.log_format)
     try:
-        settings = settings_from_args(args)
-        service = Service(settings)
+        # A service refuses to start on a bad OTEL_TRAJ_* value (a library logs it and goes on).
+        with strict_settings():
+            settings = settings_from_args(args)
+            service = Service(settings)
     except (ValueError, PolicyError, StoreError, OSError) as exc:
         print(f"otel-traj serve: {exc}", file=sys.stderr)
         return 2

@@ -4,19 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from otel_traj.config import AssemblerConfig, env_value
-
-
-def _env(name: str, default: str | None) -> str | None:
-    return env_value(name, default, str)
-
-
-def _env_int(name: str, default: int) -> int:
-    return env_value(name, default, int, "an integer")
-
-
-def _env_float(name: str, default: float) -> float:
-    return env_value(name, default, float)
+from otel_traj.config import AssemblerConfig, env_float, env_int, env_str
 
 
 @dataclass(slots=True, frozen=True)
@@ -33,22 +21,22 @@ class ServeSettings:
     accept (mutual TLS: a client without such a certificate is refused at the handshake).
     """
 
-    host: str = field(default_factory=lambda: _env("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
-    grpc_port: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_GRPC_PORT", 4317))
-    http_port: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_HTTP_PORT", 4318))
-    metrics_port: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_METRICS_PORT", 9464))
-    policy: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_POLICY", None))
-    store: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_STORE", "otel-traj.db"))
-    auth_token: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_AUTH_TOKEN", None))
-    tls_cert: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_TLS_CERT", None))
-    tls_key: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_TLS_KEY", None))
-    tls_client_ca: str | None = field(default_factory=lambda: _env("OTEL_TRAJ_TLS_CLIENT_CA", None))
+    host: str = field(default_factory=lambda: env_str("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
+    grpc_port: int = field(default_factory=lambda: env_int("OTEL_TRAJ_GRPC_PORT", 4317))
+    http_port: int = field(default_factory=lambda: env_int("OTEL_TRAJ_HTTP_PORT", 4318))
+    metrics_port: int = field(default_factory=lambda: env_int("OTEL_TRAJ_METRICS_PORT", 9464))
+    policy: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_POLICY", None))
+    store: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_STORE", "otel-traj.db"))
+    auth_token: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_AUTH_TOKEN", None))
+    tls_cert: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_TLS_CERT", None))
+    tls_key: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_TLS_KEY", None))
+    tls_client_ca: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_TLS_CLIENT_CA", None))
     max_request_bytes: int = field(
-        default_factory=lambda: _env_int("OTEL_TRAJ_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
+        default_factory=lambda: env_int("OTEL_TRAJ_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
     )
-    retry_after_s: float = field(default_factory=lambda: _env_float("OTEL_TRAJ_RETRY_AFTER_S", 1.0))
-    store_queue: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_STORE_QUEUE", 10_000))
-    grpc_workers: int = field(default_factory=lambda: _env_int("OTEL_TRAJ_GRPC_WORKERS", 8))
+    retry_after_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_RETRY_AFTER_S", 1.0))
+    store_queue: int = field(default_factory=lambda: env_int("OTEL_TRAJ_STORE_QUEUE", 10_000))
+    grpc_workers: int = field(default_factory=lambda: env_int("OTEL_TRAJ_GRPC_WORKERS", 8))
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
 
     def __post_init__(self) -> None:

@@ -44,5 +44,6 @@ class Sink(ABC):
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return True
 
-    def shutdown(self) -> None:  # noqa: B027 - optional hook
-        """Release resources; deliver what is pending first."""
+    def shutdown(self, timeout_millis: int = 30_000) -> None:  # noqa: B027 - optional hook
+        """Deliver what is pending within ``timeout_millis``, then release resources. Must return by
+        the deadline whatever a server or thread does; what could not be delivered is counted."""
