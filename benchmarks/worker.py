@@ -26,6 +26,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -124,8 +125,10 @@ def bench_grading(rounds: int) -> dict[str, float]:
 
 def _idle_tick_us(in_flight: int, ticks: int = 200) -> float:
     """Microseconds per ``pop_ready`` with ``in_flight`` runs whose root has not arrived."""
-    assembler = Assembler(AssemblerConfig(max_traces=in_flight + 1, ttl_s=3600.0))
-    assembler.add_all([(t, 1, 2, False, 1, 2, None, {}, {}) for t in range(1, in_flight + 1)])
+    assembler = Assembler(config=AssemblerConfig(max_traces=in_flight + 1, ttl_s=3600.0))
+    # A child span of each run: its parent, the root, has not arrived.
+    child = SpanView(trace_id=0, span_id=1, parent_id=2, name="lookup", start_ns=1, end_ns=2)
+    assembler.add_all([assembler.make_record(replace(child, trace_id=t)) for t in range(1, in_flight + 1)])
     started = time.perf_counter()
     for _ in range(ticks):
         assembler.pop_ready()

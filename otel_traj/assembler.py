@@ -2,7 +2,7 @@
 
 Two ways to learn that a trace is done:
 
-* in-process (``track_starts=True``): the span hooks queue every span start and end on
+* in-process (with a ``SpanReader``): the span hooks queue every span start and end on
   ``OpenSpans`` without a lock; the worker drains them (``sync_open``), so a trace is complete once
   its local root has ended and no span of it is still open;
 * received spans (service, files): only ended spans arrive, so a trace is complete once its root has
@@ -15,25 +15,29 @@ receiver's request threads, never by the application's span hooks.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from otel_traj.builder import TraceContext, nonempty_str
 from otel_traj.config import AssemblerConfig
-from otel_traj.dialects import MARKERS, to_step
+from otel_traj.dialects.context import metadata_values
 from otel_traj.open_spans import OpenSpans
+from otel_traj.records import RecordMaker, SpanRecord, TraceContext
 from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, Step, ToolCall
 
-# One ended span for ``Assembler.add_all``: trace id, span id, parent id, is root, start, end, step,
-# attributes, resource.
-SpanRecord = tuple[int, int, int | None, bool, int, int, Step | None, Mapping[str, Any], Mapping[str, Any]]
+
+class SpanReader(NamedTuple):
+    """How the in-process worker reads the spans the hooks queued: their view, and the trace id of
+    one whose view cannot be built (so that its trace's open count still goes down)."""
+
+    view: Callable[[Any], SpanView]
+    trace_id: Callable[[Any], int]
 
 
 @dataclass(slots=True)
@@ -44,6 +48,8 @@ class _Buffer:
     # Earliest-start value per captured attribute, so arrival order never changes the result.
     captured_at: dict[str, int] = field(default_factory=dict)
     root_ended: bool = False
+    # Whether the root recorded has no parent at all (the trace's root, not a process's local root).
+    root_is_trace_root: bool = False
     ready_at: float | None = None
     seen: set[int] = field(default_factory=set)
     parents: set[int] = field(default_factory=set)
@@ -76,15 +82,18 @@ class Finished:
 class Assembler:
     def __init__(
         self,
+        *,
         config: AssemblerConfig | None = None,
         stats: PipelineStats | None = None,
-        track_starts: bool = False,
-        view_of: Callable[[Any], SpanView] | None = None,
+        reader: SpanReader | None = None,
     ) -> None:
+        """``reader``: in-process (spans queued by the hooks on ``open_spans``, a trace complete
+        once no span of it is open); without one, spans arrive ended (service, files) and a trace is
+        complete once its root has arrived and every parent named has arrived."""
         self.config = config or AssemblerConfig()
-        self._view_of = view_of
+        self._reader = reader
+        self.track_starts = reader is not None
         self.stats = stats or PipelineStats()
-        self.track_starts = track_starts
         self._lock = threading.Lock()
         # In the order they were created: the oldest, and those past the TTL, come first.
         self._buffers: dict[int, _Buffer] = {}
@@ -93,13 +102,9 @@ class Assembler:
         # Traces whose ``ready_at`` is set: with the expired ones, all that ``pop_ready`` looks at, so a
         # tick costs what is ready, not every run in flight.
         self._candidates: set[int] = set()
-        # Captured keys, also as Traceloop association properties (run metadata lands there).
-        self._capture_as = {k: k for k in self.config.capture_attributes} | {
-            f"traceloop.association.properties.{k}": k for k in self.config.capture_attributes
-        }
-        self._capture = frozenset(self._capture_as)
+        self.make_record = RecordMaker(self.config.capture_attributes, self.config.max_chars)
         # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
-        self.open_spans = OpenSpans(MARKERS | self._capture)
+        self.open_spans = OpenSpans()
         # Span counts are written under this assembler's lock only, never the stats lock: no race.
         self._spans = self.stats.spans
 
@@ -122,20 +127,17 @@ class Assembler:
         beyond it, record nothing and return False. An empty assembler takes any request, so one that
         alone opens more than ``max_traces`` traces still gets in.
         """
-        capture = self._capture
-        captured = [None if r[7].keys().isdisjoint(capture) else self._captured(r[7]) for r in records]
-        # Every received span passes through this loop: its state lives in locals, not attributes.
         track_starts = self.track_starts
         ready_at = time.monotonic() + self.config.grace_s
         accepted = ignored = late = 0
         with self._lock:
             buffers, done = self._buffers, self._done
             if max_traces is not None and buffers:
-                new = {r[0] for r in records if r[0] not in buffers and r[0] not in done}
+                new = {r.trace_id for r in records if r.trace_id not in buffers and r.trace_id not in done}
                 if new and len(buffers) + len(new) > max_traces:
                     return False
-            for record, capture_values in zip(records, captured, strict=True):
-                trace_id, span_id, parent_id, is_root, start_ns, end_ns, step, attributes, resource = record
+            for record in records:
+                trace_id, step = record.trace_id, record.step
                 if trace_id in done:
                     late += 1
                     continue
@@ -144,33 +146,18 @@ class Assembler:
                     # In-process, a span with nothing for us opens no buffer (a root ending first
                     # means the trace had no GenAI step). Received spans always do: children may
                     # come later.
-                    if step is None and track_starts and (is_root or not capture_values):
+                    if step is None and track_starts and (record.is_local_root or not record.captured):
                         ignored += 1
                         continue
-                    buf = self._new_buffer(trace_id, resource)
-                ctx = buf.context
-                if start_ns and (not ctx.start_ns or start_ns < ctx.start_ns):
-                    ctx.start_ns = start_ns
-                if capture_values:
-                    _keep_earliest(buf, capture_values, start_ns)
-                if is_root:
-                    _root_ended(buf, span_id, start_ns, end_ns)
-                elif end_ns > ctx.end_ns:
-                    ctx.end_ns = end_ns
-                if not track_starts:
-                    seen, parents = buf.seen, buf.parents
-                    seen.add(span_id)
-                    parents.discard(span_id)
-                    if parent_id is not None and not is_root and parent_id not in seen:
-                        parents.add(parent_id)
+                    buf = self._new_buffer(record)
+                self._record(buf, record)
                 if step is None:
                     ignored += 1
                 else:
                     accepted += 1
                     self._add_step(buf, step)
                     if buf.metadata is None:
-                        meta = attributes.get("metadata")
-                        buf.metadata = meta if isinstance(meta, str) else None
+                        buf.metadata = record.metadata
                 if not track_starts and buf.root_ended and not buf.parents:
                     buf.ready_at = ready_at
                     self._candidates.add(trace_id)
@@ -180,22 +167,18 @@ class Assembler:
             spans["late"] += late
         return True
 
-    def _captured(self, attributes: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        # In the configured order, not a set's: a trace's attributes keep one order in every process.
-        return [(name, attributes[key]) for key, name in self._capture_as.items() if key in attributes]
-
     # -- internals (lock held) ------------------------------------------------------------------
 
-    def _new_buffer(self, trace_id: int, resource: Mapping[str, Any]) -> _Buffer:
+    def _new_buffer(self, record: SpanRecord) -> _Buffer:
         if len(self._buffers) >= self.config.max_traces:
             self._evict_oldest()
         ctx = TraceContext(
-            trace_id=trace_id,
-            service_name=nonempty_str(resource.get("service.name")),
-            service_version=nonempty_str(resource.get("service.version")),
+            trace_id=record.trace_id,
+            service_name=record.service_name,
+            service_version=record.service_version,
         )
         buf = _Buffer(context=ctx, created=time.monotonic())
-        self._buffers[trace_id] = buf
+        self._buffers[record.trace_id] = buf
         self.stats.traces_in_flight = len(self._buffers)
         return buf
 
@@ -204,6 +187,25 @@ class Assembler:
         oldest.ready_at = 0.0
         self._candidates.add(oldest.context.trace_id)
         self.stats.count_dropped("max_traces")
+
+    def _record(self, buf: _Buffer, record: SpanRecord) -> None:
+        """What a span tells about its trace besides its step: times, root, captured values and, for
+        received spans, which parents are still to come."""
+        ctx, start_ns = buf.context, record.start_ns
+        if start_ns and (not ctx.start_ns or start_ns < ctx.start_ns):
+            ctx.start_ns = start_ns
+        if record.captured:
+            _keep_earliest(buf, record.captured, start_ns)
+        ctx.end_ns = max(ctx.end_ns, record.end_ns)
+        if record.is_local_root:
+            _root_ended(buf, record)
+        if not self.track_starts:
+            span_id, parent_id = record.span_id, record.parent_id
+            buf.seen.add(span_id)
+            buf.parents.discard(span_id)
+            # A remote parent too: another process's spans of the trace may still arrive.
+            if parent_id is not None and parent_id not in buf.seen:
+                buf.parents.add(parent_id)
 
     def _add_step(self, buf: _Buffer, step: Step) -> None:
         if len(buf.steps) >= self.config.max_steps:
@@ -228,60 +230,31 @@ class Assembler:
     # -- worker side ----------------------------------------------------------------------------
 
     def sync_open(self) -> None:
-        """In-process: apply the span starts and ends recorded since the last tick, then mark the
-        traces whose root has ended and whose spans have all ended as ready (after the grace)."""
-        drained = self.open_spans.drain()
-        self._add_candidates(drained.candidates)
+        """In-process: record the spans ended since the last tick, then mark the traces whose root
+        has ended and whose spans have all ended as ready (after the grace)."""
+        assert self._reader is not None
+        ended, records = self.open_spans.drain()
+        malformed = 0
+        unreadable: list[int] = []
+        for raw in ended:
+            try:
+                records.append(self.make_record(self._reader.view(raw)))
+            except Exception:
+                malformed += 1
+                # Without even a trace id, that trace's count stays up until its TTL.
+                with suppress(Exception):
+                    unreadable.append(self._reader.trace_id(raw))
+        self.add_all(records)
+        touched = [r.trace_id for r in records]
+        self.open_spans.closed(touched + unreadable)
         ready_at = time.monotonic() + self.config.grace_s
         with self._lock:
-            buffers, spans = self._buffers, self._spans
-            spans["malformed"] += drained.malformed
-            for trace_id in drained.plain_ends:
-                if trace_id in self._done and trace_id not in buffers:
-                    spans["late"] += 1
-                else:
-                    spans["ignored"] += 1
-            for trace_id, span_id, start_ns, end_ns in drained.roots:
-                buf = buffers.get(trace_id)
-                if buf is not None:
-                    _root_ended(buf, span_id, start_ns, end_ns)
-                    drained.touched.add(trace_id)
-            for trace_id in drained.touched:
-                buf = buffers.get(trace_id)
+            self._spans["malformed"] += malformed
+            for trace_id in {*touched, *unreadable}:
+                buf = self._buffers.get(trace_id)
                 if buf is not None and buf.ready_at is None and self._looks_complete(buf):
                     buf.ready_at = ready_at
                     self._candidates.add(trace_id)
-
-    def _add_candidates(self, spans: list[Any]) -> None:
-        """Parse the raw spans the span hooks queued since the last tick and record them."""
-        assert self._view_of is not None
-        max_chars = self.config.max_chars
-        records: list[SpanRecord] = []
-        malformed = 0
-        for raw in spans:
-            try:
-                view = self._view_of(raw)
-                step = to_step(view, max_chars)
-            except Exception:
-                malformed += 1
-                continue
-            records.append(
-                (
-                    view.trace_id,
-                    view.span_id,
-                    view.parent_id,
-                    view.is_local_root,
-                    view.start_ns,
-                    view.end_ns,
-                    step,
-                    view.attributes,
-                    view.resource,
-                )
-            )
-        self.add_all(records)
-        if malformed:
-            with self._lock:
-                self._spans["malformed"] += malformed
 
     def pop_ready(self, flush: bool = False, expire_all: bool = False) -> list[Finished]:
         """Traces ready to grade. ``flush`` ignores the grace period of complete traces;
@@ -320,16 +293,9 @@ class Assembler:
         """Captured keys that only the run's metadata JSON holds (``metadata={"app.customer_id": …}``)."""
         if buf.metadata is None:
             return
-        try:
-            meta = json.loads(buf.metadata)
-        except ValueError:
-            return
-        if not isinstance(meta, dict):
-            return
-        for key in self.config.capture_attributes:
-            value = meta.get(key)
-            if key not in buf.context.attributes and isinstance(value, str | int | float | bool):
-                buf.context.attributes[key] = value
+        attributes = buf.context.attributes
+        for key, value in metadata_values(buf.metadata, self.config.capture_attributes).items():
+            attributes.setdefault(key, value)
 
     def take_new_tool_calls(self) -> list[LiveBatch]:
         """Tool calls that ended since the last call, per trace, for checks that must not wait for
@@ -371,8 +337,15 @@ def _keep_earliest(buf: _Buffer, values: list[tuple[str, Any]], start_ns: int) -
             buf.context.attributes[key] = value
 
 
-def _root_ended(buf: _Buffer, span_id: int, start_ns: int, end_ns: int) -> None:
+def _root_ended(buf: _Buffer, record: SpanRecord) -> None:
+    """Keep the trace's root: a span without a parent wins over a process's local root (parent in
+    another process), then the earliest."""
+    trace_root = record.parent_id is None
     ctx = buf.context
-    buf.root_ended = True
-    ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = span_id, start_ns, end_ns
-    ctx.end_ns = max(ctx.end_ns, end_ns)
+    if buf.root_ended and (
+        buf.root_is_trace_root > trace_root
+        or (buf.root_is_trace_root == trace_root and ctx.root_start_ns <= record.start_ns)
+    ):
+        return
+    buf.root_ended, buf.root_is_trace_root = True, trace_root
+    ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = record.span_id, record.start_ns, record.end_ns

@@ -8,32 +8,16 @@ tool calls that only the model's output shows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
 from otel_traj.dialects._base import parse_json
+from otel_traj.records import TraceContext, nonempty_str
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, span_hex
 from otel_traj.trajectory import Tokens, Trajectory
 
 CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id", "langfuse.session.id")
 _MS = 1_000_000
-
-
-@dataclass(slots=True)
-class TraceContext:
-    """What the assembler learned about a trace besides its steps."""
-
-    trace_id: int
-    service_name: str | None = None
-    service_version: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)
-    root_span_id: int | None = None
-    root_start_ns: int = 0
-    root_end_ns: int = 0
-    start_ns: int = 0
-    end_ns: int = 0
-    dropped_steps: int = 0
 
 
 def parse_arguments(text: str) -> dict[str, Any] | None:
@@ -52,10 +36,6 @@ def normalize_arguments(call: ToolCall) -> None:
         call.arguments = parse_arguments(call.arguments_text)
         if call.arguments is not None:
             call.arguments_text = None
-
-
-def nonempty_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def attribute_conversation_id(attributes: Mapping[str, Any]) -> str | None:

@@ -11,14 +11,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from otel_traj.assembler import Assembler, Finished, LiveBatch
-from otel_traj.builder import TraceContext, build_trajectory
+from otel_traj.assembler import Assembler, Finished, LiveBatch, SpanReader
+from otel_traj.builder import build_trajectory
 from otel_traj.config import AssemblerConfig
 from otel_traj.forks import after_fork_in_child, start_daemon
+from otel_traj.records import TraceContext
 from otel_traj.sinks.base import LiveViolation, Sink
-from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
@@ -51,28 +51,27 @@ def ungraded(trajectory: Trajectory) -> Verdict:
 class Pipeline:
     def __init__(
         self,
+        *,
         grade: GradeFn | None = None,
         grade_all: GradeAllFn | None = None,
         sinks: Iterable[Sink] = (),
         callbacks: Iterable[VerdictCallback] = (),
         config: AssemblerConfig | None = None,
         stats: PipelineStats | None = None,
-        track_starts: bool = False,
+        reader: SpanReader | None = None,
         live: LiveFactory | None = None,
-        view_of: Callable[[Any], SpanView] | None = None,
         tick_s: float = 0.02,
         idle_tick_s: float = 0.25,
     ) -> None:
+        """``reader``: in-process, how the worker reads the spans the hooks queue (see ``Assembler``)."""
         self.stats = stats or PipelineStats()
-        self.assembler = Assembler(config, self.stats, track_starts=track_starts, view_of=view_of)
+        self.assembler = Assembler(config=config, stats=self.stats, reader=reader)
         self._grade = grade or ungraded
         self._grade_all = grade_all
         self._live = live
         self._live_checkers: dict[int, LiveChecker | None] = {}
         self._agent_by_service: dict[str, str] = {}
         self.sinks = list(sinks)
-        for sink in self.sinks:
-            sink.attach(self.stats)
         self._callbacks = list(callbacks)
         # In-process the worker holds each ended span until its next tick (or until the hooks wake
         # it, 256 spans on). Held longer, spans outlive the application's young-generation
@@ -103,7 +102,6 @@ class Pipeline:
         self._callbacks.append(callback)
 
     def add_sink(self, sink: Sink) -> None:
-        sink.attach(self.stats)
         self.sinks.append(sink)
 
     # -- worker ---------------------------------------------------------------------------------
@@ -118,9 +116,12 @@ class Pipeline:
         """Seconds the worker sleeps before its next look unless woken."""
         return self._idle_tick if self.assembler.idle else self._tick
 
-    def process(self, flush: bool = False, expire_all: bool = False) -> int:
-        """Grade what is ready; returns how many verdicts were produced. Safe from any thread."""
-        with self._work_lock:
+    def process(self, flush: bool = False, expire_all: bool = False, timeout_s: float = -1) -> int:
+        """Grade what is ready; returns how many verdicts were produced, or -1 when the worker held
+        the work for longer than ``timeout_s`` (a sink blocking its export). Safe from any thread."""
+        if not self._work_lock.acquire(timeout=timeout_s):
+            return -1
+        try:
             try:
                 if self.assembler.track_starts:
                     self.assembler.sync_open()
@@ -135,6 +136,8 @@ class Pipeline:
                 self.stats.count_internal_error()
                 logger.exception("otel-traj worker failed")
                 return 0
+        finally:
+            self._work_lock.release()
 
     def _check_live(self) -> None:
         for batch in self.assembler.take_new_tool_calls():
@@ -233,19 +236,24 @@ class Pipeline:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
+    @property
+    def is_shut_down(self) -> bool:
+        return self._stopping
+
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Grade every trace that is complete now (without waiting for the grace period) and flush
-        the sinks within the timeout."""
+        the sinks, within the timeout. False after shutdown, or when the time ran out."""
+        if self._stopping:
+            return False
         deadline = time.monotonic() + timeout_millis / 1000
-        self.process(flush=True)
-        return self._flush_sinks(deadline)
+        graded = self.process(flush=True, timeout_s=_left(deadline))
+        return self._flush_sinks(deadline) and graded >= 0
 
     def _flush_sinks(self, deadline: float) -> bool:
         ok = True
         for sink in self.sinks:
-            left_ms = max(0, int((deadline - time.monotonic()) * 1000))
             try:
-                ok = sink.force_flush(left_ms) and ok
+                ok = sink.force_flush(_left_ms(deadline)) and ok
             except Exception:
                 self.stats.count_sink_error(type(sink).__name__)
                 ok = False
@@ -253,17 +261,30 @@ class Pipeline:
 
     def shutdown(self, timeout_millis: int = 30_000) -> None:
         """Stop the worker, grade everything still buffered (unfinished traces marked incomplete),
-        then flush and shut down the sinks."""
+        then flush and shut down the sinks, each with what is left of the deadline. Idempotent; from
+        then on nothing is taken or retained."""
         if self._stopping:
             return
         deadline = time.monotonic() + timeout_millis / 1000
         self._stopping = True
         self.wake.set()
-        self._worker.join(timeout=max(0.0, deadline - time.monotonic()))
-        self.process(flush=True, expire_all=True)
+        self._worker.join(timeout=_left(deadline))
+        if self.process(flush=True, expire_all=True, timeout_s=_left(deadline)) < 0:
+            # The worker is stuck in a sink: what it holds cannot be graded within the deadline.
+            self.stats.count_dropped("shutdown", self.assembler.in_flight)
+            logger.warning("otel-traj shutdown: %d runs not graded in time", self.assembler.in_flight)
+        self.assembler.open_spans.clear()
         self._flush_sinks(deadline)
         for sink in self.sinks:
             try:
-                sink.shutdown()
+                sink.shutdown(_left_ms(deadline))
             except Exception:
                 self.stats.count_sink_error(type(sink).__name__)
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
+
+
+def _left_ms(deadline: float) -> int:
+    return int(_left(deadline) * 1000)

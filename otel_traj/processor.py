@@ -2,8 +2,9 @@
 
 The SDK calls ``on_start``/``on_end`` on the application's thread without any try/except, so both
 hooks catch everything and count it. They do the minimum and take no lock: each appends to a
-lock-free queue (``OpenSpans``). Deciding whether a span matters, parsing, assembly, grading and
-export happen on the pipeline's worker thread.
+lock-free queue (``OpenSpans``). Reading spans, assembly, grading and export happen on the
+pipeline's worker thread. It follows the SDK's ``BatchSpanProcessor``: after ``shutdown`` the hooks
+do nothing and ``force_flush`` returns False; both honour their deadline.
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ from pathlib import Path
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from prometheus_client import CollectorRegistry
 
-from otel_traj.adapters.sdk import from_readable_span
+from otel_traj.adapters.sdk import from_readable_span, trace_id_of
+from otel_traj.assembler import SpanReader
 from otel_traj.config import AssemblerConfig
+from otel_traj.dialects import may_be_step
 from otel_traj.grader import Grader
 from otel_traj.live import live_scope, subject_attributes
 from otel_traj.pipeline import Pipeline, VerdictCallback
 from otel_traj.policy import Policy, load_policy
 from otel_traj.sinks.base import Sink
-from otel_traj.stats import PipelineStats
+from otel_traj.sinks.prometheus_health import register_pipeline_health
 
 # Ended spans queued before the hooks wake the worker early (its tick may be tens of ms away).
 DRAIN_AT = 256
@@ -36,16 +40,20 @@ class TrajectoryProcessor(SpanProcessor):
 
     policy: a ``Policy``, or a path to a policy file (YAML or JSON); None grades nothing and only
     rebuilds trajectories. sinks: where verdicts go (Prometheus, Langfuse, SQLite, ...).
-    on_verdict: callables receiving each ``Verdict`` on the worker thread, after every sink got it.
+    on_verdict: a callable, or several, receiving each ``Verdict`` on the worker thread after every
+    sink got it. config: the assembler's limits (``OTEL_TRAJ_*`` defaults). registry: where the
+    pipeline's health metrics (``otel_traj_spans_total``, ``otel_traj_dropped_total``, ...) are
+    registered; by default the registry of every Prometheus sink among ``sinks``.
     """
 
     def __init__(
         self,
+        *,
         policy: Policy | str | Path | None = None,
         sinks: Iterable[Sink] = (),
         on_verdict: VerdictCallback | Iterable[VerdictCallback] = (),
         config: AssemblerConfig | None = None,
-        stats: PipelineStats | None = None,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         if isinstance(policy, str | Path):
             policy = load_policy(policy)
@@ -64,25 +72,41 @@ class TrajectoryProcessor(SpanProcessor):
             sinks=sinks,
             callbacks=callbacks,
             config=config,
-            stats=stats,
-            track_starts=True,
+            reader=SpanReader(view=from_readable_span, trace_id=trace_id_of),
             live=live,
-            view_of=from_readable_span,
         )
         self.stats = self.pipeline.stats
+        self._registry = registry
+        self._register_health()
+        self._make_record = self.pipeline.assembler.make_record
         self._open_spans = open_spans = self.pipeline.assembler.open_spans
         self._started, self._ended = open_spans.started, open_spans.ended
         self._ended_spans, self._max_backlog = open_spans.ended_spans, config.max_backlog
         self._drain_at = min(DRAIN_AT, config.max_backlog)
 
+    def _register_health(self) -> None:
+        """Health metrics of this pipeline and of its sinks (once each, however often called)."""
+        if self._registry is not None:
+            registries = [self._registry]
+        else:
+            candidates = (getattr(sink, "registry", None) for sink in self.pipeline.sinks)
+            registries = [r for r in candidates if isinstance(r, CollectorRegistry)]
+        for registry in registries:
+            register_pipeline_health(registry, self.stats)
+            for sink in self.pipeline.sinks:
+                register_pipeline_health(registry, sink.stats)
+
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self.pipeline.is_shut_down:
+            return
         try:
-            # A SpanContext is a tuple whose first item is the trace id: no property call.
-            self._started(span._context[0])  # type: ignore[index]
+            self._started(span.get_span_context().trace_id)
         except Exception:
             self.stats.count_internal_error()
 
     def on_end(self, span: ReadableSpan) -> None:
+        if self.pipeline.is_shut_down:
+            return
         try:
             if len(self._ended_spans) < self._drain_at:
                 self._ended(span)
@@ -99,12 +123,17 @@ class TrajectoryProcessor(SpanProcessor):
             wake.set()
         if len(self._ended_spans) < self._max_backlog:
             self._ended(span)
-        elif self._open_spans.ended_untriaged(span):
-            # The worker is far behind: drop the step rather than grow without bound, and say so.
+            return
+        # The worker is far behind: keep what the trace's completion needs, drop the step rather
+        # than grow without bound, and say so.
+        view = from_readable_span(span)
+        self._open_spans.ended_without_step(self._make_record.record(view, None))
+        if may_be_step(view):
             self.stats.count_dropped("backlog")
 
     def add_sink(self, sink: Sink) -> None:
         self.pipeline.add_sink(sink)
+        self._register_health()
 
     def add_callback(self, callback: VerdictCallback) -> None:
         self.pipeline.add_callback(callback)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from otel_traj.builder import TraceContext, build_trajectory
+from otel_traj.builder import build_trajectory
+from otel_traj.records import TraceContext
 from otel_traj.steps import ToolCall
 
 MS = 1_000_000
@@ -12,16 +13,16 @@ T = 1_764_536_400_000 * MS  # a whole millisecond
 def test_millisecond_starts_do_not_make_sequential_calls_parallel() -> None:
     # The JavaScript SDK's clock: starts to the millisecond, durations to the nanosecond. The second
     # call began after the first ended, in the same millisecond.
-    first = ToolCall("get_subscription", span_id=1, start_ns=T, end_ns=T + 74_259)
-    second = ToolCall("list_invoices", span_id=2, start_ns=T, end_ns=T + 108_661)
+    first = ToolCall(name="get_subscription", span_id=1, start_ns=T, end_ns=T + 74_259)
+    second = ToolCall(name="list_invoices", span_id=2, start_ns=T, end_ns=T + 108_661)
     trajectory = build_trajectory(TraceContext(trace_id=1), [first, second])
     assert [c.parallel for c in trajectory.tool_calls] == [False, False]
 
 
 def test_calls_overlapping_beyond_the_clock_resolution_are_parallel() -> None:
-    first = ToolCall("get_subscription", span_id=1, start_ns=T, end_ns=T + 30 * MS)
-    second = ToolCall("list_invoices", span_id=2, start_ns=T + 1 * MS, end_ns=T + 35 * MS)
-    fine = ToolCall("check_payment", span_id=3, start_ns=T + 40 * MS + 7, end_ns=T + 41 * MS)
-    finer = ToolCall("check_payment", span_id=4, start_ns=T + 40 * MS + 500, end_ns=T + 42 * MS)
+    first = ToolCall(name="get_subscription", span_id=1, start_ns=T, end_ns=T + 30 * MS)
+    second = ToolCall(name="list_invoices", span_id=2, start_ns=T + 1 * MS, end_ns=T + 35 * MS)
+    fine = ToolCall(name="check_payment", span_id=3, start_ns=T + 40 * MS + 7, end_ns=T + 41 * MS)
+    finer = ToolCall(name="check_payment", span_id=4, start_ns=T + 40 * MS + 500, end_ns=T + 42 * MS)
     trajectory = build_trajectory(TraceContext(trace_id=1), [first, second, fine, finer])
     assert [c.parallel for c in trajectory.tool_calls] == [True, True, True, True]

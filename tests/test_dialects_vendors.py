@@ -112,7 +112,9 @@ def test_logfire_chat_completion_counts_usage_once() -> None:
     }
     model = _model(to_step(record("Chat completion with {gen_ai.request.model!r}", attributes)))
     assert (model.input_tokens, model.output_tokens, model.model) == (150, 15, "gpt-4o-mini")
-    assert model.requested_tools == (RequestedTool("get_subscription", "call_1", ARGS),)
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
+    )
     assert model.input_text == USER
     only_json = {k: v for k, v in attributes.items() if not k.startswith("gen_ai.usage.")}
     model = _model(to_step(record("Chat completion with {gen_ai.request.model!r}", only_json)))
@@ -146,7 +148,9 @@ def test_logfire_responses_span_reads_function_calls_from_the_response() -> None
         },
     )
     model = _model(to_step(view))
-    assert model.requested_tools == (RequestedTool("list_invoices", "call_9", ARGS),)
+    assert model.requested_tools == (
+        RequestedTool(name="list_invoices", call_id="call_9", arguments_text=ARGS),
+    )
     assert (model.input_tokens, model.output_tokens, model.cache_read_tokens) == (90, 9, 40)
     assert (model.model, model.input_text) == ("gpt-4o-2024-08-06", USER)
 
@@ -222,7 +226,9 @@ def test_langfuse_generation_with_usage_details_and_tool_calls() -> None:
         15,
         100,
     )
-    assert model.requested_tools == (RequestedTool("get_subscription", "call_1", ARGS),)
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
+    )
     assert (model.input_text, model.dialect) == (USER, "langfuse")
 
 
@@ -302,7 +308,9 @@ def test_vercel_do_generate_is_the_model_call_and_generate_text_the_agent() -> N
         150,
         15,
     )
-    assert model.requested_tools == (RequestedTool("get_subscription", "call_1", ARGS),)
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
+    )
     assert (model.input_text, model.finish_reasons) == (USER, ("tool-calls",))
     v5 = {k: v for k, v in do_generate.items() if not k.startswith(("ai.usage", "gen_ai.usage"))}
     v5 |= {"ai.usage.inputTokens": 7, "ai.usage.outputTokens": 3}
@@ -311,7 +319,7 @@ def test_vercel_do_generate_is_the_model_call_and_generate_text_the_agent() -> N
         to_step(record("ai.streamText.doStream", v5 | {"ai.operationId": "ai.streamText.doStream"}))
     )
     assert (model.input_tokens, model.output_tokens) == (7, 3)
-    assert model.requested_tools == (RequestedTool("t", "c", '{"a": 1}'),)
+    assert model.requested_tools == (RequestedTool(name="t", call_id="c", arguments_text='{"a": 1}'),)
 
     outer = {
         "operation.name": "ai.generateText support_agent",
@@ -391,7 +399,9 @@ def test_adk_call_llm() -> None:
         120,
         12,
     )
-    assert model.requested_tools == (RequestedTool("get_subscription", "adk-1", ARGS),)
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", call_id="adk-1", arguments_text=ARGS),
+    )
     assert (model.input_text, model.dialect) == (USER, "adk")
 
 
@@ -433,7 +443,9 @@ def test_traceloop_indexed_llm_span() -> None:
         15,
         ("tool_calls",),
     )
-    assert model.requested_tools == (RequestedTool("get_subscription", "call_1", ARGS),)
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
+    )
     assert (model.input_text, model.dialect) == (USER, "traceloop")
 
 

@@ -33,7 +33,9 @@ class Recording(Sink):
 
 def setup() -> tuple[TrajectoryProcessor, Recording, trace.Tracer]:
     sink = Recording()
-    processor = TrajectoryProcessor(POLICY, sinks=[sink], config=AssemblerConfig(grace_s=60, ttl_s=600))
+    processor = TrajectoryProcessor(
+        policy=POLICY, sinks=[sink], config=AssemblerConfig(grace_s=60, ttl_s=600)
+    )
     provider = TracerProvider(resource=Resource.create({"service.name": "support_agent"}))
     provider.add_span_processor(processor)
     return processor, sink, provider.get_tracer("test")

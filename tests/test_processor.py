@@ -18,6 +18,7 @@ from otel_traj.config import AssemblerConfig
 from otel_traj.offline import trajectories_from_views
 from otel_traj.pipeline import Pipeline, ungraded
 from otel_traj.processor import DRAIN_AT, TrajectoryProcessor
+from otel_traj.records import SpanRecord
 from otel_traj.sampling import RecordAllSampler
 from otel_traj.serialize import trajectory_to_dict
 from otel_traj.serve.ingest import Ingest
@@ -267,6 +268,24 @@ def test_an_unreadable_span_is_counted_and_does_not_hold_its_trace_open() -> Non
     assert h.processor.stats.internal_errors == 0
 
 
+def _tool_span(trace_id: int) -> SpanRecord:
+    """A received root span holding one tool call."""
+    step = ToolCall(name="t", span_id=10, start_ns=1, end_ns=2)
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=10,
+        parent_id=None,
+        is_local_root=True,
+        start_ns=1,
+        end_ns=2,
+        step=step,
+        captured=[],
+        metadata=None,
+        service_name=None,
+        service_version=None,
+    )
+
+
 def test_a_run_that_fails_to_grade_does_not_drop_the_others() -> None:
     def grade(trajectory: Trajectory) -> Verdict:
         if trajectory.trace_id == 1:
@@ -275,10 +294,7 @@ def test_a_run_that_fails_to_grade_does_not_drop_the_others() -> None:
 
     verdicts: list[Verdict] = []
     pipeline = Pipeline(grade=grade, callbacks=[verdicts.append], config=AssemblerConfig(grace_s=60))
-    records = [
-        (trace_id, 10, None, True, 1, 2, ToolCall(name="t", span_id=10, start_ns=1, end_ns=2), {}, {})
-        for trace_id in (1, 2, 3)
-    ]
+    records = [_tool_span(trace_id) for trace_id in (1, 2, 3)]
     pipeline.assembler.add_all(records)
     assert pipeline.process(flush=True) == 3
     pipeline.shutdown()
@@ -303,12 +319,7 @@ def test_runs_are_graded_together_and_one_by_one_only_when_that_fails() -> None:
         grade=grade, grade_all=grade_all, callbacks=[verdicts.append], config=AssemblerConfig(grace_s=60)
     )
     for trace_ids in ((2, 3), (1, 4, 5)):
-        pipeline.assembler.add_all(
-            [
-                (trace_id, 10, None, True, 1, 2, ToolCall(name="t", span_id=10, start_ns=1, end_ns=2), {}, {})
-                for trace_id in trace_ids
-            ]
-        )
+        pipeline.assembler.add_all([_tool_span(trace_id) for trace_id in trace_ids])
         pipeline.process(flush=True)
     pipeline.shutdown()
     # Each tick's runs in one call; the failing batch again one by one, losing only the broken run.
@@ -333,12 +344,7 @@ def test_callbacks_see_verdicts_every_sink_already_has() -> None:
         callbacks=[lambda v: seen.append((v.trajectory.trace_id, *(list(s.exported) for s in sinks)))],
         config=AssemblerConfig(grace_s=60),
     )
-    pipeline.assembler.add_all(
-        [
-            (trace_id, 10, None, True, 1, 2, ToolCall(name="t", span_id=10, start_ns=1, end_ns=2), {}, {})
-            for trace_id in (1, 2)
-        ]
-    )
+    pipeline.assembler.add_all([_tool_span(trace_id) for trace_id in (1, 2)])
     pipeline.process(flush=True)
     pipeline.shutdown()
     assert seen == [(1, [1, 2], [1, 2]), (2, [1, 2], [1, 2])]

@@ -1,7 +1,6 @@
 """Adapters: every input format becomes ``SpanView``s, the only span type the pipeline sees.
 
-- ``from_readable_span``: an SDK span, in-process (no copies; ``triage`` decides first whether it
-  can matter).
+- ``from_readable_span``: an SDK span, in-process (no copies).
 - ``views_from_request`` / ``views_from_bytes``: OTLP protobuf (files, the network receiver).
 - ``views_from_otlp_json``: parsed OTLP/JSON, Tempo exports included.
 - ``views_from_jaeger``: parsed Jaeger JSON.

@@ -1,9 +1,8 @@
 """Dialect parsers: one SpanView in, at most one Step out.
 
-``to_step`` runs for every span the receiver gets (in-process, for every span that passed the same
-test in ``triage``), so the common case, a span that is not GenAI at all, is rejected first and
-cheaply: one set test against the attribute keys, then one ``startswith`` on the name. GenAI spans
-are classified by attributes first, most specific marker first (vendor markers before
+``to_step`` runs for every span a front door gets, so the common case, a span that is not GenAI at
+all, is rejected first and cheaply: one set test against the attribute keys, then one ``startswith``
+on the name. GenAI spans are classified by attributes first, most specific marker first (vendor markers before
 ``gen_ai.operation.name``, which several vendors also set), and by span name only when no attribute
 says what the span is: frameworks rename spans.
 """
@@ -18,12 +17,11 @@ from otel_traj.dialects._steps import Parser
 from otel_traj.spanview import SpanView
 from otel_traj.steps import Step
 
-__all__ = ["DEFAULT_MAX_CHARS", "MARKERS", "NAME_PREFIXES", "to_step"]
+__all__ = ["DEFAULT_MAX_CHARS", "MARKERS", "NAME_PREFIXES", "may_be_step", "to_step"]
 
 DEFAULT_MAX_CHARS = 4096
 
-# A span with none of these attribute keys and none of these name prefixes is no step: the
-# in-process worker tests exactly this (``adapters.sdk.triage``) before it parses a span.
+# A span with none of these attribute keys and none of these name prefixes is no step.
 MARKERS = frozenset(
     {
         "langfuse.observation.type",
@@ -54,6 +52,14 @@ NAME_PREFIXES = ("execute_tool ", "invoke_agent ", "chat ", "running tool", "age
 _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
 
 
+def may_be_step(view: SpanView) -> bool:
+    """Whether ``to_step`` could find a step in the span: one of the markers or name prefixes."""
+    name = view.name
+    return not MARKERS.isdisjoint(view.attributes) or (
+        isinstance(name, str) and name.startswith(NAME_PREFIXES)
+    )
+
+
 def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
     """The step a span records, or None for spans that are not tool, model or agent steps.
 
@@ -61,12 +67,17 @@ def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
     """
     try:
         attrs = view.attributes
-        if MARKERS.isdisjoint(attrs):
-            name = view.name
-            if isinstance(name, str) and name.startswith(NAME_PREFIXES):
-                return _by_name(view, attrs, name, max_chars)
+        marked = not MARKERS.isdisjoint(attrs)
+        name = view.name
+        if not marked and not (isinstance(name, str) and name.startswith(NAME_PREFIXES)):
             return None
-        return _by_attributes(view, attrs, max_chars)
+        # Parsers probe many keys that are absent; a plain dict answers those fastest (the SDK's
+        # attribute mapping raises and catches KeyError for each).
+        if type(attrs) is not dict:
+            attrs = dict(attrs)
+        if marked:
+            return _by_attributes(view, attrs, max_chars)
+        return _by_name(view, attrs, name, max_chars)
     except Exception:  # a malformed span is no step; it must never stop the others
         return None
 

@@ -9,34 +9,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
-
-import orjson
 
 from otel_traj.spanview import STATUS_ERROR, SpanView
 
 # Upper bound on text we json-parse. Message lists grow with the conversation; past this size the
-# parse costs more than the step is worth on the span-end path, so the text fields stay empty.
+# parse costs more than the step is worth, so the text fields stay empty.
 PARSE_LIMIT = 512 * 1024
-DECODER = json.JSONDecoder()
-# orjson parses in half the standard decoder's time but reads integers beyond 64 bits as floats.
-# Nineteen digits in a row may be such an integer: that text goes to the standard decoder, as does
-# what orjson refuses and the standard decoder takes (NaN, Infinity, lone surrogates). The digits are
-# found by mapping every ASCII digit to a zero byte and searching for nineteen zeros (a regular
-# expression takes longer than the parse it would save).
-_DIGITS_TO_ZERO = bytes(0 if 48 <= i <= 57 else 1 for i in range(256))
-_NINETEEN_DIGITS = bytes(19)
-# ``json.dumps`` with options builds an encoder per call; one shared encoder gives the same text.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-# Its ``encode`` still builds the C encoder behind it on every call, which costs more than encoding a
-# tool call's arguments: this one is built once with the same options, without the check for circular
-# references (a cycle still fails, with RecursionError instead of ValueError). ``None`` where the
-# interpreter has no C encoder.
-try:
-    _ENCODE = c_make_encoder(None, str, encode_basestring, None, ": ", ", ", False, False, True)
-except TypeError:
-    _ENCODE = None
 
 
 def loads(value: Any, limit: int = PARSE_LIMIT) -> Any:
@@ -47,22 +26,16 @@ def loads(value: Any, limit: int = PARSE_LIMIT) -> Any:
 
 
 def parse_json(text: str) -> Any:
-    """The JSON value of ``text`` exactly as the standard decoder reads it, or None if it is not JSON."""
-    data = text.encode("utf-8", "surrogatepass")
-    if _NINETEEN_DIGITS not in data.translate(_DIGITS_TO_ZERO):
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
+    """The JSON value of ``text``, or None if it is not JSON (or nested too deep to parse)."""
     try:
-        return DECODER.decode(text)
+        return json.loads(text)
     except (ValueError, RecursionError):
         return None
 
 
 def dumps(value: Any) -> str | None:
     try:
-        return "".join(_ENCODE(value, 0)) if _ENCODE is not None else _ENCODER.encode(value)
+        return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):
         return None
 

@@ -8,12 +8,15 @@ content blocks ``[{text}, {toolUse}]``, Vercel AI SDK ``[{type: text|tool-call}]
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import DECODER, as_str, clip_text, dumps, loads
+from otel_traj.dialects._base import as_str, clip_text, dumps, loads
 from otel_traj.steps import RequestedTool
 
+# ``raw_decode`` reads one message out of a longer list without parsing the rest.
+_DECODER = json.JSONDecoder()
 _USER_MARKERS = ('"role":"user"', '"role": "user"')
 # Tool results travel as user turns without text: look back past a few of them, then parse it all.
 _MAX_USER_PROBES = 8
@@ -168,7 +171,7 @@ def last_user_text_in(value: Any, max_chars: int) -> str | None:
         if start < 0 or value[start + 1 : position].strip():
             break
         try:
-            message, _ = DECODER.raw_decode(value, start)
+            message, _ = _DECODER.raw_decode(value, start)
         except ValueError:
             break
         if isinstance(message, dict):
@@ -185,7 +188,7 @@ def requested_tool(name: Any, call_id: Any, arguments: Any, max_chars: int) -> R
     if tool is None:
         return None
     text = arguments if isinstance(arguments, str) else dumps(arguments) if arguments is not None else None
-    return RequestedTool(tool, as_str(call_id), clip_text(text, max_chars))
+    return RequestedTool(name=tool, call_id=as_str(call_id), arguments_text=clip_text(text, max_chars))
 
 
 def _block_call(block: Any, max_chars: int) -> RequestedTool | None:

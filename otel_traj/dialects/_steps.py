@@ -39,25 +39,22 @@ def tool_call(
     elif arguments is not None:
         arguments_text, cut_arguments = clip(arguments, max_chars)
     result_text, cut_result = clip(result, max_chars)
-    # Steps are built positionally, in field order: keywords cost each step 0.3 µs more.
     return ToolCall(
-        clip_text(name, max_chars) or name,
-        view.span_id,
-        view.parent_id,
-        view.start_ns,
-        view.end_ns,
-        as_str(call_id),
-        structured,  # arguments
-        arguments_text,
-        result_text,
-        ok,
-        error_type,
-        clip_text(message or error_message if not ok else None, max_chars),  # error_message
-        True,  # observed
-        False,  # parallel
-        dialect,
-        span_hex(view.span_id),  # step_id
-        cut_arguments or cut_result,  # truncated
+        name=clip_text(name, max_chars) or name,
+        span_id=view.span_id,
+        parent_id=view.parent_id,
+        start_ns=view.start_ns,
+        end_ns=view.end_ns,
+        call_id=as_str(call_id),
+        arguments=structured,
+        arguments_text=arguments_text,
+        result=result_text,
+        ok=ok,
+        error_type=error_type,
+        error_message=clip_text(message or error_message if not ok else None, max_chars),
+        dialect=dialect,
+        step_id=span_hex(view.span_id),
+        truncated=cut_arguments or cut_result,
     )
 
 
@@ -114,20 +111,24 @@ def model_call(
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
     return ModelCall(
-        view.span_id,
-        view.parent_id,
-        view.start_ns,
-        view.end_ns,
-        as_str(model),
-        as_str(provider),
-        *usage,  # input, output, cache read, cache write and reasoning tokens
-        finish_reasons,
-        requested,  # requested_tools
-        _lazy_text(input_text, max_chars),  # input_source
-        _text(output_text, max_chars),  # output_text
-        ok,
-        error_type,
-        dialect,
+        span_id=view.span_id,
+        parent_id=view.parent_id,
+        start_ns=view.start_ns,
+        end_ns=view.end_ns,
+        model=as_str(model),
+        provider=as_str(provider),
+        input_tokens=usage.input,
+        output_tokens=usage.output,
+        cache_read_tokens=usage.cache_read,
+        cache_write_tokens=usage.cache_write,
+        reasoning_tokens=usage.reasoning,
+        finish_reasons=finish_reasons,
+        requested_tools=requested,
+        input_source=_lazy_text(input_text, max_chars),
+        output_text=_text(output_text, max_chars),
+        ok=ok,
+        error_type=error_type,
+        dialect=dialect,
     )
 
 
@@ -145,19 +146,19 @@ def agent_run(
 ) -> AgentRun:
     ok, error_type, _ = span_error(view, attrs)
     return AgentRun(
-        view.span_id,
-        view.parent_id,
-        view.start_ns,
-        view.end_ns,
-        clip_text(as_str(name), max_chars),  # agent_name
-        as_str(conversation_id),
-        _lazy_text(input_text, max_chars),  # input_source
-        _text(output_text, max_chars),  # output_text
-        usage.input if usage else None,  # input_tokens
-        usage.output if usage else None,  # output_tokens
-        ok,
-        error_type,
-        dialect,
+        span_id=view.span_id,
+        parent_id=view.parent_id,
+        start_ns=view.start_ns,
+        end_ns=view.end_ns,
+        agent_name=clip_text(as_str(name), max_chars),
+        conversation_id=as_str(conversation_id),
+        input_source=_lazy_text(input_text, max_chars),
+        output_text=_text(output_text, max_chars),
+        input_tokens=usage.input if usage else None,
+        output_tokens=usage.output if usage else None,
+        ok=ok,
+        error_type=error_type,
+        dialect=dialect,
     )
 
 

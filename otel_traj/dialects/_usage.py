@@ -61,11 +61,11 @@ AGGREGATED_OUTPUT_KEYS = ("gen_ai.aggregated_usage.output_tokens",)
 
 def usage(attrs: Mapping[str, Any]) -> Usage:
     return Usage(
-        first_int(attrs, INPUT_KEYS),
-        first_int(attrs, OUTPUT_KEYS),
-        first_int(attrs, CACHE_READ_KEYS),
-        first_int(attrs, CACHE_WRITE_KEYS),
-        first_int(attrs, REASONING_KEYS),
+        input=first_int(attrs, INPUT_KEYS),
+        output=first_int(attrs, OUTPUT_KEYS),
+        cache_read=first_int(attrs, CACHE_READ_KEYS),
+        cache_write=first_int(attrs, CACHE_WRITE_KEYS),
+        reasoning=first_int(attrs, REASONING_KEYS),
     )
 
 
@@ -74,7 +74,7 @@ def agent_usage(attrs: Mapping[str, Any]) -> Usage:
     aggregated_in = first_int(attrs, AGGREGATED_INPUT_KEYS)
     aggregated_out = first_int(attrs, AGGREGATED_OUTPUT_KEYS)
     if aggregated_in is not None or aggregated_out is not None:
-        return Usage(aggregated_in, aggregated_out)
+        return Usage(input=aggregated_in, output=aggregated_out)
     return usage(attrs)
 
 
@@ -94,12 +94,16 @@ def usage_from_json(value: Any) -> Usage:
     if reasoning is None and isinstance(details, Mapping):
         reasoning = first_int(details, ("reasoning_tokens",))
     return Usage(
-        first_int(data, ("input", "input_tokens", "prompt_tokens", "promptTokens", "prompt_token_count")),
-        first_int(
+        input=first_int(
+            data, ("input", "input_tokens", "prompt_tokens", "promptTokens", "prompt_token_count")
+        ),
+        output=first_int(
             data,
             ("output", "output_tokens", "completion_tokens", "completionTokens", "candidates_token_count"),
         ),
-        cache_read,
-        first_int(data, ("cache_creation_input_tokens", "cache_write_input_tokens", "input_cache_creation")),
-        reasoning,
+        cache_read=cache_read,
+        cache_write=first_int(
+            data, ("cache_creation_input_tokens", "cache_write_input_tokens", "input_cache_creation")
+        ),
+        reasoning=reasoning,
     )

@@ -45,7 +45,9 @@ def _tool_calls(value: Any, max_chars: int) -> tuple[RequestedTool, ...]:
         arguments = call.get("input", call.get("args"))
         found.append(
             RequestedTool(
-                str(call["toolName"]), as_str(call.get("toolCallId")), clip_text(arguments, max_chars)
+                name=str(call["toolName"]),
+                call_id=as_str(call.get("toolCallId")),
+                arguments_text=clip_text(arguments, max_chars),
             )
         )
     return tuple(found)

@@ -15,8 +15,6 @@ import threading
 from dataclasses import dataclass, field
 
 from otel_traj.adapters.batch import SpanBatch
-from otel_traj.assembler import SpanRecord
-from otel_traj.dialects import to_step
 from otel_traj.pipeline import Pipeline
 
 logger = logging.getLogger("otel_traj.serve")
@@ -95,7 +93,6 @@ class Ingest:
         self.pipeline = pipeline
         self.assembler = pipeline.assembler
         self.max_traces = self.assembler.config.max_traces
-        self.max_chars = self.assembler.config.max_chars
         self.retry_after_s = retry_after_s
         self.stats = ReceiverStats()
         self._lock = threading.Lock()
@@ -118,24 +115,9 @@ class Ingest:
 
     def accept(self, batch: SpanBatch) -> Accepted:
         """Add every span of ``batch`` or none; raises :class:`Refused` when over capacity."""
-        max_chars = self.max_chars
-        # Classifying spans is the expensive part; it happens before any lock is taken. A span with
-        # a remote parent belongs to a trace another process started: it is not a root here, so the
-        # spans of both processes assemble into one trajectory.
-        records: list[SpanRecord] = [
-            (
-                view.trace_id,
-                view.span_id,
-                view.parent_id,
-                view.parent_id is None,
-                view.start_ns,
-                view.end_ns,
-                to_step(view, max_chars),
-                view.attributes,
-                view.resource,
-            )
-            for view in batch
-        ]
+        # Reading spans is the expensive part; it happens before any lock is taken.
+        make_record = self.assembler.make_record
+        records = [make_record(view) for view in batch]
         with self._lock:
             if self._closed:
                 raise Refused("shutting down", self.retry_after_s)

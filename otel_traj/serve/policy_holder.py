@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from otel_traj.builder import TraceContext
 from otel_traj.config import AssemblerConfig
 from otel_traj.grader import Grader
 from otel_traj.live import live_scope, subject_attributes
 from otel_traj.pipeline import LiveChecker, LiveFactory, ungraded
 from otel_traj.policy import Policy, PolicyError, load_policy
+from otel_traj.records import TraceContext
 from otel_traj.redact import default_sensitive_key
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import Verdict

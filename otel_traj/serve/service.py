@@ -36,6 +36,7 @@ from otel_traj.serve.tls import ServedCertificate, TlsFiles, follow_in_handshake
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.langfuse import LangfuseSink
 from otel_traj.sinks.prometheus import PrometheusSink
+from otel_traj.sinks.prometheus_health import register_pipeline_health
 from otel_traj.sinks.store import SqliteSink
 from otel_traj.stats import PipelineStats
 
@@ -102,7 +103,7 @@ class Service:
         sinks: list[Sink] = [self.prometheus]
         self.store: SqliteSink | None = None
         if settings.store:
-            self.store = SqliteSink(settings.store, max_queue=settings.store_queue)
+            self.store = SqliteSink(path=settings.store, max_queue=settings.store_queue)
             sinks.append(self.store)
         if langfuse_configured():
             sinks.append(LangfuseSink(redact=self.policy.is_sensitive))
@@ -114,12 +115,14 @@ class Service:
             sinks=sinks,
             config=config,
             stats=self.stats,
-            track_starts=False,
             live=self.policy.live,
         )
         self.ingest = Ingest(self.pipeline, settings.retry_after_s)
         registry: CollectorRegistry = self.prometheus.registry
         register_service_metrics(registry, self.ingest.stats, self.tls)
+        register_pipeline_health(registry, self.stats)
+        for sink in sinks:
+            register_pipeline_health(registry, sink.stats)
         self._ready = False
         self._stopped = False
         self._grpc: GrpcReceiver | None = None

@@ -29,11 +29,9 @@ class Sink(ABC):
     talk to servers queue and deliver on their own thread."""
 
     def __init__(self) -> None:
+        # The sink's own drops and errors; whoever owns a pipeline registers them with its health
+        # metrics, so a sink shared by two pipelines is counted once.
         self.stats = PipelineStats()
-
-    def attach(self, stats: PipelineStats) -> None:
-        """Share the pipeline's health counters (drops, sink errors) with this sink."""
-        self.stats = stats
 
     @abstractmethod
     def export(self, verdict: Verdict) -> None: ...

@@ -1,0 +1,46 @@
+"""Trace-level values a span may carry in a dialect's own keys.
+
+Applications attach run metadata (the customer, the session) as span attributes. Besides the plain
+key (``app.customer_id``), Traceloop records it as an association property
+(``traceloop.association.properties.app.customer_id``), and pydantic-ai and OpenInference put the
+run's ``metadata`` as one JSON object on the agent span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from otel_traj.dialects._base import loads
+
+TRACELOOP_PROPERTY = "traceloop.association.properties."
+METADATA = "metadata"
+# Run metadata larger than this is not parsed for captured values.
+METADATA_LIMIT = 64 * 1024
+
+Scalar = str | int | float | bool
+
+
+def capture_sources(keys: Iterable[str]) -> dict[str, str]:
+    """Every attribute key a captured value may be read from, mapped to the captured name, in the
+    configured order (a trace's captured attributes keep one order in every process)."""
+    keys = tuple(keys)
+    return {key: key for key in keys} | {TRACELOOP_PROPERTY + key: key for key in keys}
+
+
+def captured_values(attributes: Mapping[str, Any], sources: Mapping[str, str]) -> list[tuple[str, Any]]:
+    return [(name, attributes[key]) for key, name in sources.items() if key in attributes]
+
+
+def metadata_text(attributes: Mapping[str, Any]) -> str | None:
+    """The run metadata JSON a span carries, unparsed: most runs never need it."""
+    value = attributes.get(METADATA)
+    return value if isinstance(value, str) else None
+
+
+def metadata_values(text: str, keys: Iterable[str]) -> dict[str, Scalar]:
+    """The captured keys that the run metadata JSON holds as scalar values."""
+    data = loads(text, METADATA_LIMIT)
+    if not isinstance(data, dict):
+        return {}
+    return {key: value for key in keys if isinstance(value := data.get(key), Scalar)}

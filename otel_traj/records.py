@@ -1,0 +1,88 @@
+"""What the assembler receives and hands on: one record per ended span, the trace's context.
+
+Every front door (the in-process processor, ``serve``'s ingest, files) turns a ``SpanView`` into a
+``SpanRecord`` with ``RecordMaker``, so the dialects run at the same stage and a local root means the
+same thing whichever way a span arrives: a span without a parent, or whose parent is in another
+process (``SpanView.is_local_root``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_traj.dialects import to_step
+from otel_traj.dialects.context import capture_sources, captured_values, metadata_text
+from otel_traj.spanview import SpanView
+from otel_traj.steps import Step
+
+
+def nonempty_str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+@dataclass(slots=True)
+class TraceContext:
+    """What the assembler learned about a trace besides its steps."""
+
+    trace_id: int
+    service_name: str | None = None
+    service_version: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    root_span_id: int | None = None
+    root_start_ns: int = 0
+    root_end_ns: int = 0
+    start_ns: int = 0
+    end_ns: int = 0
+    dropped_steps: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class SpanRecord:
+    """One ended span as the assembler needs it: its place in the trace, its step if any, and the
+    trace-level values it carries."""
+
+    trace_id: int
+    span_id: int
+    parent_id: int | None
+    is_local_root: bool
+    start_ns: int
+    end_ns: int
+    step: Step | None
+    # (captured name, value) of the captured attributes present on the span.
+    captured: list[tuple[str, Any]]
+    # Run metadata JSON (see ``dialects.context``), parsed only when the run is handed on.
+    metadata: str | None
+    service_name: str | None
+    service_version: str | None
+
+
+class RecordMaker:
+    """Builds the records of one assembler's configuration (what to capture, how much text to keep)."""
+
+    def __init__(self, capture: Iterable[str], max_chars: int) -> None:
+        self.sources = capture_sources(capture)
+        self._keys = frozenset(self.sources)
+        self._max_chars = max_chars
+
+    def __call__(self, view: SpanView) -> SpanRecord:
+        return self.record(view, to_step(view, self._max_chars))
+
+    def record(self, view: SpanView, step: Step | None) -> SpanRecord:
+        attributes = view.attributes
+        captured = [] if self._keys.isdisjoint(attributes) else captured_values(attributes, self.sources)
+        resource = view.resource
+        return SpanRecord(
+            trace_id=view.trace_id,
+            span_id=view.span_id,
+            parent_id=view.parent_id,
+            is_local_root=view.is_local_root,
+            start_ns=view.start_ns,
+            end_ns=view.end_ns,
+            step=step,
+            captured=captured,
+            metadata=metadata_text(attributes) if step is not None else None,
+            service_name=nonempty_str(resource.get("service.name")),
+            service_version=nonempty_str(resource.get("service.version")),
+        )
