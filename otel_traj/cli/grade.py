@@ -25,7 +25,6 @@ from otel_traj.progress import track
 from otel_traj.reports import RENDERERS, render
 from otel_traj.reports.html import write_html
 from otel_traj.serialize import verdict_to_dict
-from otel_traj.sinks.langfuse import send_verdicts
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -98,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
             return EXIT_INPUT
     if args.langfuse:
+        # Only this option needs the Langfuse client and its HTTP stack: a plain grade never loads them.
+        from otel_traj.sinks.langfuse import send_verdicts
+
         try:
             delivery = send_verdicts(verdicts, redact=policy.is_sensitive if policy is not None else None)
         except ValueError as exc:

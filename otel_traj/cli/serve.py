@@ -6,14 +6,16 @@ import argparse
 import os
 import sys
 from dataclasses import fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_traj.cli.logs import LOG_FORMATS, configure_logging
 from otel_traj.config import AssemblerConfig, strict_settings
 from otel_traj.policy import PolicyError
-from otel_traj.serve.service import Ports, Service
 from otel_traj.serve.settings import ServeSettings
 from otel_traj.sinks.store import StoreError
+
+if TYPE_CHECKING:
+    from otel_traj.serve.service import Ports
 
 STARTED = "otel-traj serve: listening grpc={host}:{grpc} http={host}:{http} metrics={host}:{metrics}"
 
@@ -104,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     configure_logging(args.log_level, args.log_format)
+    # The receivers bring grpc and uvicorn: every other command, and `serve --help`, goes without.
+    from otel_traj.serve.service import Service
+
     try:
         # A service refuses to start on a bad OTEL_TRAJ_* value (a library logs it and goes on).
         with strict_settings():

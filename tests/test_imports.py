@@ -1,0 +1,118 @@
+"""gRPC, uvicorn and Langfuse load only in what uses them: ``import otel_traj``, the CLI's parser and
+every command but ``serve`` (and ``grade --langfuse``) run without them.
+
+Each case runs in a fresh interpreter, since this test process has long since imported them all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from otel_traj.sinks.store import connect
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "real" / "langgraph_openinference" / "clean.otlp.json"
+POLICY = ROOT / "examples" / "policies" / "support_agent.yaml"
+HEAVY = ("grpc", "uvicorn", "langfuse")
+
+# Runs ``code``, then prints, as its last line, the heavy packages the interpreter has loaded.
+PROBE = """
+import contextlib, io, json, sys
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+{code}
+print(json.dumps([name for name in {heavy!r} if name in sys.modules]))
+"""
+
+
+def loaded_after(code: str) -> list[str]:
+    body = "\n".join(f"    {line}" for line in code.strip().splitlines())
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(code=body, heavy=HEAVY)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded: list[str] = json.loads(proc.stdout.splitlines()[-1])
+    return loaded
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import otel_traj",
+        "from otel_traj import *",
+        "import otel_traj.serve, otel_traj.sinks, otel_traj.reports",
+        "from otel_traj.serve import Accepted, Ingest, InvalidRequest, Refused, ServeSettings",
+        "import otel_traj.cli\notel_traj.cli.build_parser()",
+    ],
+)
+def test_importing_loads_no_heavy_part(code: str) -> None:
+    assert loaded_after(code) == []
+
+
+def test_grade_without_langfuse_loads_no_heavy_part() -> None:
+    code = f"""
+from otel_traj.cli import main
+assert main(["grade", {str(FIXTURE)!r}, "--policy", {str(POLICY)!r}, "--format", "json"]) == 0
+assert json.loads(out.getvalue())["trajectories"], out.getvalue()
+"""
+    assert loaded_after(code) == []
+
+
+def test_report_loads_no_heavy_part(tmp_path: Path) -> None:
+    store = tmp_path / "verdicts.db"
+    connect(store).close()
+    code = f"""
+from otel_traj.cli import main
+assert main(["report", "--store", {str(store)!r}, "--format", "json"]) == 0
+"""
+    assert loaded_after(code) == []
+
+
+def test_serve_help_loads_no_heavy_part() -> None:
+    code = """
+from otel_traj.cli import main
+try:
+    main(["serve", "--help"])
+except SystemExit as exc:
+    assert exc.code == 0
+assert "--grpc-port" in out.getvalue()
+"""
+    assert loaded_after(code) == []
+
+
+def test_serve_help_works_from_the_command_line() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "otel_traj.cli", "serve", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "--grpc-port" in proc.stdout and "--tls-client-ca" in proc.stdout
+
+
+def test_the_service_still_loads_on_first_use() -> None:
+    code = """
+from otel_traj.serve import Ports, Service
+import otel_traj.serve.service as service
+assert (Ports, Service) == (service.Ports, service.Service)
+"""
+    assert {"grpc", "uvicorn"} <= set(loaded_after(code))
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    import otel_traj.serve
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        otel_traj.serve.no_such_name  # noqa: B018
