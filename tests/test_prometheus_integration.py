@@ -1,12 +1,15 @@
 """End to end against a real Prometheus: TrajectoryProcessor fed with real fixture spans, PrometheusSink
 scraped over OpenMetrics, the project's rules loaded; counters, alerts and exemplars checked through
-the HTTP API."""
+the HTTP API. And prometheus_client's process-wide settings, which it reads when imported, in fresh
+processes: no ``_created`` series when disabled, multiprocess mode summing the processes."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -20,16 +23,21 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from otel_traj.adapters.otlp_proto import views_from_bytes
 from otel_traj.adapters.sdk import from_readable_span
 from otel_traj.config import AssemblerConfig
 from otel_traj.dialects import to_step
+from otel_traj.grader import Grader
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sinks.prometheus import PrometheusSink
+from otel_traj.sinks.prometheus_health import register_pipeline_health
 from otel_traj.spanview import SpanView
 from otel_traj.steps import ToolCall
 from otel_traj.verdict import Verdict
+from tests.support_trajectories import clean_run, example_policy, violating_run
 from tests.test_dashboards import dashboard_queries, expand, require_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,6 +202,7 @@ def test_scope_violation_pages_live_and_links_the_trace(
     processor = TrajectoryProcessor(
         policy=POLICY, sinks=[sink], on_verdict=verdicts.append, config=AssemblerConfig(grace_s=60)
     )
+    register_pipeline_health(sink.registry, processor.stats)
     try:
         run_clean_and_violating(processor, prometheus, verdicts, FIXTURES / framework)
     finally:
@@ -252,3 +261,83 @@ def run_clean_and_violating(
     # Every dashboard query runs on the real server (Grafana's variables expanded).
     for query in dashboard_queries():
         prometheus.query(expand(query))
+
+
+def start_python(code: str, *args: str, **env: str) -> subprocess.Popen[str]:
+    """``code`` run by this interpreter in a fresh process (prometheus_client reads its environment
+    variables when imported), from the repository root."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PROMETHEUS_")}
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=clean | env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def output(proc: subprocess.Popen[str]) -> str:
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    return stdout
+
+
+EXPORT_RUNS = """
+import sys
+from otel_traj.grader import Grader
+from otel_traj.sinks.prometheus import PrometheusSink
+from tests.support_trajectories import clean_run, example_policy, violating_run
+
+sink = PrometheusSink()
+grader = Grader(example_policy())
+for kind in sys.argv[1:]:
+    sink.export(grader.grade(clean_run() if kind == "clean" else violating_run()))
+"""
+
+PRINT_EXPOSITION = """
+from prometheus_client.openmetrics.exposition import generate_latest
+print(generate_latest(sink.registry).decode())
+"""
+
+
+@pytest.mark.parametrize("disabled", ["True", "False"])
+def test_disable_created_series_is_honoured(disabled: str) -> None:
+    body = output(
+        start_python(EXPORT_RUNS + PRINT_EXPOSITION, "violating", PROMETHEUS_DISABLE_CREATED_SERIES=disabled)
+    )
+    assert 'otel_traj_trajectories_total{agent="support_agent",outcome="unsafe"} 1.0' in body
+    assert ("_created" in body) is (disabled == "False")
+
+
+def value_samples(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for m in registry.collect()
+        for s in m.samples
+        if not s.name.endswith("_created")
+    }
+
+
+def test_multiprocess_mode_sums_the_processes(tmp_path: Path) -> None:
+    # Two processes alive at once, as gunicorn's workers are.
+    workers = [
+        start_python(EXPORT_RUNS, *runs, PROMETHEUS_MULTIPROC_DIR=str(tmp_path))
+        for runs in (["clean"], ["violating", "violating"])
+    ]
+    for worker in workers:
+        output(worker)
+    assert len(list(tmp_path.glob("counter_*.db"))) == 2
+    assert len(list(tmp_path.glob("histogram_*.db"))) == 2
+
+    merged = CollectorRegistry()
+    MultiProcessCollector(merged, path=str(tmp_path))  # type: ignore[no-untyped-call]
+    # What one process that exported all three runs reports.
+    single = PrometheusSink()
+    grader = Grader(example_policy())
+    for run in (clean_run(), violating_run(), violating_run()):
+        single.export(grader.grade(run))
+    expected = value_samples(single.registry)
+    assert value_samples(merged) == pytest.approx(expected)
+    unsafe = {"agent": "support_agent", "outcome": "unsafe"}
+    assert merged.get_sample_value("otel_traj_trajectories_total", unsafe) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import threading
 import urllib.error
@@ -12,21 +13,14 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
 import uvicorn
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
-from prometheus_client.openmetrics.exposition import generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from otel_traj.cases.dimensions import TRAJECTORY_MATCH
+from otel_traj.config import SettingError, strict_settings
 from otel_traj.grader import Grader
 from otel_traj.sinks.base import LiveViolation
-from otel_traj.sinks.prometheus import (
-    OTHER,
-    TOKEN_BUCKETS,
-    CounterSeries,
-    HistogramSeries,
-    LabelBudget,
-    PrometheusSink,
-    _SeriesCollector,
-)
+from otel_traj.sinks.prometheus import OTHER, LabelBudget, PrometheusSink
+from otel_traj.sinks.prometheus_health import register_pipeline_health
 from otel_traj.stats import PipelineStats
 from otel_traj.verdict import CheckResult, Verdict
 from tests.support_trajectories import call, clean_run, example_policy, violating_run
@@ -202,7 +196,9 @@ def test_label_budget_rejects_negative_cap() -> None:
         LabelBudget(None, -1)
 
 
-def test_allowlists_and_caps_default_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_allowlists_and_caps_default_from_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("OTEL_TRAJ_PROMETHEUS_TOOLS", "list_invoices, get_subscription")
     monkeypatch.setenv("OTEL_TRAJ_PROMETHEUS_MAX_AGENTS", "0")
     sink = PrometheusSink()
@@ -210,40 +206,70 @@ def test_allowlists_and_caps_default_from_environment(monkeypatch: pytest.Monkey
     assert label_values(sink, "otel_traj_tool_calls", "tool") == {"list_invoices", "get_subscription", OTHER}
     assert label_values(sink, "otel_traj_trajectories", "agent") == {OTHER}
 
+    # A library logs a bad value and keeps the default; a service's startup refuses it.
+    monkeypatch.delenv("OTEL_TRAJ_PROMETHEUS_TOOLS")
     monkeypatch.setenv("OTEL_TRAJ_PROMETHEUS_MAX_TOOLS", "many")
-    with pytest.raises(ValueError, match=r"OTEL_TRAJ_PROMETHEUS_MAX_TOOLS.*'many'"):
+    with caplog.at_level(logging.WARNING, logger="otel_traj"):
+        sink = PrometheusSink()
+    assert "OTEL_TRAJ_PROMETHEUS_MAX_TOOLS='many'" in caplog.text
+    assert len({sink.tools.label(f"tool_{i}") for i in range(60)}) == 50 + 1
+    with strict_settings(), pytest.raises(SettingError, match=r"OTEL_TRAJ_PROMETHEUS_MAX_TOOLS.*'many'"):
         PrometheusSink()
 
 
-def test_pipeline_health_is_read_from_attached_stats_at_scrape_time() -> None:
+def test_sink_does_not_register_pipeline_health_itself() -> None:
     sink = PrometheusSink()
-    assert value(sink, "otel_traj_spans_total", result="late") == 0
-    stats = PipelineStats()
-    sink.attach(stats)
-    stats.count_spans("accepted", 12)
-    stats.count_spans("malformed")
-    stats.count_dropped("queue_full", 3)
-    stats.count_sink_error("langfuse")
-    stats.count_internal_error()
-    stats.traces_in_flight = 4
-    assert value(sink, "otel_traj_spans_total", result="accepted") == 12
-    assert value(sink, "otel_traj_spans_total", result="malformed") == 1
-    assert value(sink, "otel_traj_dropped_total", reason="queue_full") == 3
-    assert value(sink, "otel_traj_sink_errors_total", sink="langfuse") == 1
-    assert value(sink, "otel_traj_internal_errors_total") == 1
-    assert value(sink, "otel_traj_traces_in_flight") == 4
+    sink.stats.count_sink_error("prometheus")
+    assert value(sink, "otel_traj_sink_errors_total", sink="prometheus") is None
+    register_pipeline_health(sink.registry, sink.stats)
+    assert value(sink, "otel_traj_sink_errors_total", sink="prometheus") == 1
+    # Read at scrape time, not copied when registered.
+    sink.stats.count_sink_error("prometheus")
+    assert value(sink, "otel_traj_sink_errors_total", sink="prometheus") == 2
+
+
+def test_pipeline_health_sums_the_stats_of_one_registry_each_counted_once() -> None:
+    registry, other = CollectorRegistry(), CollectorRegistry()
+    # Equal by value: only identity tells them apart.
+    first, second = PipelineStats(), PipelineStats()
+    register_pipeline_health(registry, first)
+    register_pipeline_health(registry, second)
+    register_pipeline_health(registry, first)
+    register_pipeline_health(other, second)
+    assert registry.get_sample_value("otel_traj_spans_total", {"result": "late"}) == 0
+
+    first.count_spans("accepted", 12)
+    second.count_spans("accepted", 3)
+    first.count_dropped("queue_full", 3)
+    second.count_dropped("queue_full", 2)
+    second.count_dropped("max_traces")
+    first.count_sink_error("langfuse")
+    second.count_sink_error("langfuse")
+    second.count_internal_error()
+    first.traces_in_flight, second.traces_in_flight = 4, 5
+    sample = registry.get_sample_value
+    assert sample("otel_traj_spans_total", {"result": "accepted"}) == 15
+    assert sample("otel_traj_dropped_total", {"reason": "queue_full"}) == 5
+    assert sample("otel_traj_dropped_total", {"reason": "max_traces"}) == 1
+    assert sample("otel_traj_sink_errors_total", {"sink": "langfuse"}) == 2
+    assert sample("otel_traj_internal_errors_total") == 1
+    assert sample("otel_traj_traces_in_flight") == 9
+    # Another registry reports only its own stats.
+    assert other.get_sample_value("otel_traj_spans_total", {"result": "accepted"}) == 3
 
 
 def test_registries_are_isolated_and_collisions_detected() -> None:
     first, second = PrometheusSink(), PrometheusSink()
     first.export(make_verdict(CLEAN_TRACE, violating=False))
     assert value(second, "otel_traj_trajectories_total", agent="support_agent", outcome="pass") is None
-    assert REGISTRY.get_sample_value("otel_traj_spans_total", {"result": "accepted"}) is None
+    assert REGISTRY.get_sample_value("otel_traj_trajectories_total", {"agent": "support_agent"}) is None
 
     shared = CollectorRegistry()
     PrometheusSink(registry=shared)
     with pytest.raises(ValueError, match="Duplicated timeseries"):
         PrometheusSink(registry=shared)
+    with pytest.raises(TypeError):
+        PrometheusSink(shared)  # type: ignore[call-arg]
 
 
 def fetch(url: str, accept: str | None = None) -> tuple[str, str]:
@@ -328,26 +354,45 @@ def test_asgi_app_mounted_by_a_host_server(asgi_server: tuple[PrometheusSink, in
     assert 'otel_traj_trajectories_total{agent="support_agent",outcome="unsafe"} 1.0' in body
 
 
-def _exposition(registry: CollectorRegistry) -> list[str]:
-    """OpenMetrics lines without the timestamps (creation and exemplar times differ by run)."""
-    lines = generate_latest(registry).decode().splitlines()  # type: ignore[no-untyped-call]
-    return [line.rsplit(" ", 1)[0] if "_created" in line or " # {" in line else line for line in lines]
+# The public contract the dashboards and alert rules read: family, type, labels, and bucket bounds as
+# exposed (a changed ``le`` string starts a new series and breaks histogram_quantile over the change).
+STEPS_LE = "0.0 1.0 2.0 3.0 4.0 5.0 6.0 8.0 10.0 12.0 15.0 20.0 25.0 30.0 40.0 50.0 75.0 100.0 +Inf"
+CONTRACT = {
+    "otel_traj_trajectories": ("counter", {"agent", "outcome"}, None),
+    "otel_traj_check_results": ("counter", {"agent", "check", "status", "severity"}, None),
+    "otel_traj_scope_violations": ("counter", {"agent", "tool"}, None),
+    "otel_traj_tool_calls": ("counter", {"agent", "tool", "status"}, None),
+    "otel_traj_trajectory_tool_calls": ("histogram", {"agent"}, STEPS_LE),
+    "otel_traj_trajectory_model_turns": ("histogram", {"agent"}, STEPS_LE),
+    "otel_traj_trajectory_tokens": (
+        "histogram",
+        {"agent", "type"},
+        "100.0 250.0 500.0 1000.0 1500.0 2500.0 4000.0 6000.0 10000.0 15000.0 25000.0 40000.0 60000.0 "
+        "100000.0 150000.0 250000.0 400000.0 600000.0 1e+06 +Inf",
+    ),
+    "otel_traj_trajectory_duration_seconds": (
+        "histogram",
+        {"agent"},
+        "0.5 1.0 2.0 3.0 5.0 8.0 13.0 20.0 30.0 45.0 60.0 90.0 120.0 180.0 300.0 600.0 1200.0 1800.0 "
+        "3600.0 +Inf",
+    ),
+}
 
 
-def test_series_expose_what_prometheus_client_metrics_would() -> None:
-    ours, reference = CollectorRegistry(), CollectorRegistry()
-    counter = CounterSeries("t_calls", "Calls.", ("agent", "status"))
-    histogram = HistogramSeries("t_tokens", "Tokens.", ("agent",), TOKEN_BUCKETS)
-    ours.register(_SeriesCollector([counter, histogram], threading.Lock()))
-    ref_counter = Counter("t_calls", "Calls.", ["agent", "status"], registry=reference)
-    ref_histogram = Histogram("t_tokens", "Tokens.", ["agent"], registry=reference, buckets=TOKEN_BUCKETS)
-    exemplar = {"trace_id": f"{CLEAN_TRACE:032x}"}
-    for agent, status in [("a", "ok"), ("a", "ok"), ("b", "error")]:
-        counter.inc((agent, status), exemplar=exemplar if status == "error" else None)
-        ref_counter.labels(agent, status).inc(exemplar=exemplar if status == "error" else None)
-    # On a bound, between bounds, beyond the last bound (+Inf), zero.
-    for agent, tokens in [("a", 1_000), ("a", 1_001), ("a", 2_000_000), ("b", 0)]:
-        histogram.observe((agent,), tokens, exemplar)
-        ref_histogram.labels(agent).observe(tokens, exemplar)
-    assert _exposition(ours) == _exposition(reference)
-    assert any('le="1e+06"' in line for line in _exposition(ours))
+def test_metric_names_labels_and_buckets_are_the_published_contract() -> None:
+    sink = PrometheusSink()
+    sink.export(make_verdict(VIOLATING_TRACE, violating=True))
+    families = {m.name: m for m in sink.registry.collect()}
+    assert set(families) == set(CONTRACT)
+    for name, (kind, labels, buckets) in CONTRACT.items():
+        family = families[name]
+        assert family.type == kind, name
+        samples = [s for s in family.samples if not s.name.endswith("_created")]
+        assert {frozenset(s.labels) - {"le"} for s in samples} == {frozenset(labels)}, name
+        # One agent exported, so one series per histogram once the token type is fixed.
+        les = [
+            s.labels["le"]
+            for s in samples
+            if s.name.endswith("_bucket") and s.labels.get("type", "total") == "total"
+        ]
+        assert " ".join(les) == (buckets or ""), name

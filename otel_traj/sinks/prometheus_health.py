@@ -1,37 +1,87 @@
 """Pipeline health as Prometheus metrics, read from ``PipelineStats`` at scrape time.
 
-The processor and receiver count spans, drops and errors in plain integers; turning them into metric
-families only when Prometheus scrapes keeps the metrics library off the span hot path entirely.
+The processor, the receiver and the sinks count spans, drops and errors in plain integers; a custom
+collector turns them into metric families only when Prometheus scrapes (prometheus_client's way to
+expose counts kept elsewhere), which keeps the metrics library off the span hot path entirely.
+
+One collector per registry sums every ``PipelineStats`` registered with it, so two pipelines in one
+process, or a sink shared by two pipelines, are all reported on one set of series.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import threading
+import weakref
+from collections import Counter
+from collections.abc import Iterable
 
+from prometheus_client import CollectorRegistry
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from otel_traj.stats import SPAN_RESULTS, PipelineStats, StatsSnapshot
 
+_collectors: weakref.WeakKeyDictionary[CollectorRegistry, PipelineHealthCollector] = (
+    weakref.WeakKeyDictionary()
+)
+_collectors_lock = threading.Lock()
+
+
+def register_pipeline_health(registry: CollectorRegistry, stats: PipelineStats) -> None:
+    """Report ``stats`` in ``registry``'s pipeline-health metrics, added to any stats already there.
+
+    Idempotent: the same ``stats`` object registered twice is counted once.
+    """
+    with _collectors_lock:
+        collector = _collectors.get(registry)
+        if collector is None:
+            collector = PipelineHealthCollector()
+            # Raises if the registry already holds these names (a collector registered by hand).
+            registry.register(collector)
+            _collectors[registry] = collector
+    collector.add(stats)
+
 
 class PipelineHealthCollector(Collector):
     """Exposes ``otel_traj_spans_total{result}``, ``otel_traj_traces_in_flight``,
     ``otel_traj_dropped_total{reason}``, ``otel_traj_sink_errors_total{sink}`` and
-    ``otel_traj_internal_errors_total``.
+    ``otel_traj_internal_errors_total``, summed over the stats added to it.
 
-    ``stats`` is a callable so that a sink re-attached to the pipeline's shared stats is read, not
-    the object it held when the collector was registered.
+    Stats are held for the collector's life: dropping one would make the summed counters go down,
+    which Prometheus reads as a counter reset.
     """
 
-    def __init__(self, stats: Callable[[], PipelineStats]) -> None:
-        self._stats = stats
+    def __init__(self) -> None:
+        # By identity: PipelineStats compares by value, and two pipelines' stats may be equal.
+        self._stats: dict[int, PipelineStats] = {}
+        self._lock = threading.Lock()
+
+    def add(self, stats: PipelineStats) -> None:
+        with self._lock:
+            self._stats.setdefault(id(stats), stats)
 
     def describe(self) -> Iterable[Metric]:
         # Lets the registry detect name collisions without taking a snapshot.
         return _families(None)
 
     def collect(self) -> Iterable[Metric]:
-        return _families(self._stats().snapshot())
+        with self._lock:
+            stats = list(self._stats.values())
+        return _families(_sum(s.snapshot() for s in stats))
+
+
+def _sum(snapshots: Iterable[StatsSnapshot]) -> StatsSnapshot:
+    spans: Counter[str] = Counter()
+    dropped: Counter[str] = Counter()
+    sink_errors: Counter[str] = Counter()
+    in_flight = internal = 0
+    for snap in snapshots:
+        spans.update(snap.spans)
+        dropped.update(snap.dropped)
+        sink_errors.update(snap.sink_errors)
+        in_flight += snap.traces_in_flight
+        internal += snap.internal_errors
+    return StatsSnapshot(dict(spans), dict(dropped), dict(sink_errors), in_flight, internal)
 
 
 def _families(snap: StatsSnapshot | None) -> list[Metric]:
