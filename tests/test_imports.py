@@ -17,7 +17,9 @@ from otel_traj.sinks.store import connect
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "real" / "langgraph_openinference" / "clean.otlp.json"
 POLICY = ROOT / "examples" / "policies" / "support_agent.yaml"
-HEAVY = ("grpc", "uvicorn", "langfuse")
+# The project's modules that bring them are named too: the Langfuse sink speaks to Langfuse over
+# httpx without the ``langfuse`` package, so a plain ``grade`` that loaded it would show no ``langfuse``.
+HEAVY = ("grpc", "uvicorn", "langfuse", "httpx", "otel_traj.sinks.langfuse", "otel_traj.serve.service")
 
 # Runs ``code``, then prints, as its last line, the heavy packages the interpreter has loaded.
 PROBE = """
