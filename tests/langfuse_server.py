@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pydantic
 from langfuse.api.core.pydantic_utilities import parse_obj_as
+from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
 from langfuse.api.scores.types.create_score_request import CreateScoreRequest
 from langfuse.api.scores.types.score_body import ScoreBody
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -194,6 +195,13 @@ class LangfuseTestServer:
         with self.stored:
             return self.stored.wait_for(lambda: len(self.scores) >= count, timeout)
 
+    def wait_for_requests(self, path: str, count: int, timeout: float) -> bool:
+        """Block until ``count`` POSTs to ``path`` have been answered (or are being answered)."""
+        with self.stored:
+            return self.stored.wait_for(
+                lambda: sum(r.method == "POST" and r.path == path for r in self.requests) >= count, timeout
+            )
+
     def wait_for_held(self, count: int, timeout: float) -> bool:
         """Block until ``count`` requests are being held at the gate."""
         with self.stored:
@@ -255,6 +263,7 @@ class _Handler(BaseHTTPRequestHandler):
         # Recorded before replying: once the client has the answer, the record must be visible.
         with self.app.lock:
             self.app.requests.append(RequestRecord(self.command, urlparse(self.path).path, status, scores))
+            self.app.stored.notify_all()
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(raw)))
@@ -371,9 +380,10 @@ class _Handler(BaseHTTPRequestHandler):
                 )
         if errors:
             accepted = len(scores) - len(errors)
-            self._reply(
-                207, {"accepted": accepted, "rejected": len(errors), "errors": errors}, scores=accepted
-            )
+            reply = {"accepted": accepted, "rejected": len(errors), "errors": errors}
+            # The shape the package documents for 207, so the sink's parsing is tested against it.
+            CreateScoreBatchResults.model_validate(reply)
+            self._reply(207, reply, scores=accepted)
         else:
             self._reply(202, {"message": "Accepted"}, scores=len(scores))
 

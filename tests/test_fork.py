@@ -26,16 +26,17 @@ from tests.test_serve import refund_for
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
 def test_a_forked_worker_grades_stores_and_delivers_its_own_runs(tmp_path: Path) -> None:
     with LangfuseTestServer().running() as langfuse:
-        store = SqliteSink(tmp_path / "verdicts.db")
+        store = SqliteSink(path=tmp_path / "verdicts.db")
         scores = LangfuseSink(
             public_key=langfuse.public_key,
             secret_key=langfuse.secret_key,
             base_url=langfuse.url,
             flush_interval=0.01,
             timeout=5.0,
-            shutdown_timeout=5.0,
         )
-        processor = TrajectoryProcessor(POLICY, sinks=[store, scores], config=AssemblerConfig(grace_s=0.0))
+        processor = TrajectoryProcessor(
+            policy=POLICY, sinks=[store, scores], config=AssemblerConfig(grace_s=0.0)
+        )
         provider = TracerProvider(resource=Resource.create({"service.name": "support_agent"}))
         provider.add_span_processor(processor)
         tracer = provider.get_tracer("test")

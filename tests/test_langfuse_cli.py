@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from otel_traj.cli import main
+from otel_traj.sinks.langfuse import send_verdicts
 from tests.langfuse_server import LangfuseTestServer
 from tests.semconv_agent import emit
 from tests.test_langfuse_e2e import POLICY, Agent, violating_run
-from tests.test_langfuse_sink import fast_sink
+from tests.test_langfuse_sink import SCORES_PER_VERDICT, fast_sink, make_verdict
 
 
 def test_grade_langfuse_scores_the_exported_trace(
@@ -56,3 +57,15 @@ def test_grade_langfuse_without_keys_is_a_configuration_error(
     fixture = Path(__file__).parent / "fixtures" / "real" / "pydantic_ai" / "clean.otlp.pb"
     assert main(["grade", str(fixture), "--langfuse"]) == 2
     assert "LANGFUSE_PUBLIC_KEY" in capsys.readouterr().err
+
+
+def test_offline_delivery_is_configured_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    with LangfuseTestServer().running() as server:
+        monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", server.public_key)
+        monkeypatch.setenv("LANGFUSE_SECRET_KEY", server.secret_key)
+        monkeypatch.delenv("LANGFUSE_BASE_URL", raising=False)
+        monkeypatch.setenv("LANGFUSE_HOST", server.url)
+        monkeypatch.setenv("LANGFUSE_TRACING_ENVIRONMENT", "staging")
+        report = send_verdicts([make_verdict(0x9000)], timeout=10)
+        assert report.ok and report.delivered == SCORES_PER_VERDICT
+        assert {s["environment"] for s in server.scores.values()} == {"staging"}

@@ -8,10 +8,13 @@ import statistics
 import threading
 import time
 
+import httpx
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import set_span_in_context
 
 from otel_traj.adapters.otlp_proto import views_from_bytes
@@ -23,7 +26,7 @@ from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sinks.langfuse import LangfuseSink, send_verdicts
 from tests.langfuse_server import LangfuseTestServer
 from tests.semconv_agent import REFUND_USER, Call, Run, Turn, emit
-from tests.test_langfuse_sink import fast_sink
+from tests.test_langfuse_sink import SCORES, SCORES_PER_VERDICT, fast_sink, make_verdict
 
 RESOURCE = Resource.create({"service.name": "support-svc", "service.version": "2.1.0"})
 
@@ -198,3 +201,30 @@ def test_slow_server_does_not_slow_span_end() -> None:
     # or without a slow server.
     assert slow_median < fast_median * 2 + 20
     assert slow_p99 < 5_000
+
+
+def test_the_hosts_httpx_instrumentation_does_not_trace_score_delivery() -> None:
+    """An application that instruments httpx traces its own requests, not the sink's: those would be
+    noise in its traces (and, exported to Langfuse, spans about delivering scores)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = HTTPXClientInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        with LangfuseTestServer().running() as server:
+            sink = fast_sink(server)  # made after instrument(): its client is an instrumented one
+            sink.export(make_verdict(0xB000))
+            assert sink.force_flush(5000)
+            sink.shutdown()
+            assert len(server.scores) == SCORES_PER_VERDICT and server.posts(SCORES)
+            # The application's own request, on the same instrumented httpx, is traced.
+            httpx.get(server.url + SCORES, headers={"Authorization": server.auth_header})
+    finally:
+        instrumentor.uninstrument()
+    methods = [
+        span.attributes.get("http.request.method", span.attributes.get("http.method"))
+        for span in exporter.get_finished_spans()
+        if span.attributes is not None
+    ]
+    assert methods == ["GET"]

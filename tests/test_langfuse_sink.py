@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from typing import Any
 
-import httpx
 import pytest
 
 from otel_traj.sinks.langfuse import (
     DROP_QUEUE_FULL,
     DROP_REJECTED,
     DROP_SHUTDOWN,
+    DeliveryReport,
     LangfuseSink,
     send_verdicts,
 )
 from otel_traj.sinks.langfuse_scores import score_id
-from otel_traj.stats import PipelineStats
 from otel_traj.steps import ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
@@ -41,9 +40,17 @@ def make_verdict(
         service_version="2.1.0",
         tool_calls=[
             ToolCall(
-                "lookup", first, arguments={"customer_id": "C023", "api_key": SECRET}, step_id=span_hex(first)
+                name="lookup",
+                span_id=first,
+                arguments={"customer_id": "C023", "api_key": SECRET},
+                step_id=span_hex(first),
             ),
-            ToolCall("delete_account", second, arguments={"customer_id": "C023"}, step_id=span_hex(second)),
+            ToolCall(
+                name="delete_account",
+                span_id=second,
+                arguments={"customer_id": "C023"},
+                step_id=span_hex(second),
+            ),
         ],
         start_ns=end_ns - 2_000_000_000,
         end_ns=end_ns,
@@ -70,7 +77,6 @@ def fast_sink(server: LangfuseTestServer, **overrides: Any) -> LangfuseSink:
         "backoff_initial": 0.001,
         "backoff_max": 0.01,
         "timeout": 5.0,
-        "shutdown_timeout": 5.0,
     }
     settings.update(overrides)
     return LangfuseSink(**settings)
@@ -80,12 +86,6 @@ def fast_sink(server: LangfuseTestServer, **overrides: Any) -> LangfuseSink:
 def server():
     with LangfuseTestServer().running() as srv:
         yield srv
-
-
-def attached(sink: LangfuseSink) -> PipelineStats:
-    stats = PipelineStats()
-    sink.attach(stats)
-    return stats
 
 
 def test_scores_land_on_trace_and_offending_observation(server: LangfuseTestServer) -> None:
@@ -121,24 +121,21 @@ def test_scores_land_on_trace_and_offending_observation(server: LangfuseTestServ
         }
         assert s["id"] == score_id(trace, s.get("observationId"), s["name"])
     assert by_key[("traj.tools", None)]["comment"] == "delete_account is denied"
-    report = sink.report()
-    assert (report.delivered, report.rejected, report.dropped, report.pending) == (
-        SCORES_PER_VERDICT,
-        0,
-        0,
-        0,
-    )
-    assert report.form == "scores"
+    assert sink.report() == DeliveryReport(delivered=SCORES_PER_VERDICT, form="scores")
     sink.shutdown()
 
 
 def test_flush_interval_delivers_a_partial_batch_without_flush(server: LangfuseTestServer) -> None:
     sink = fast_sink(server, batch_size=1000, flush_interval=0.05)
-    started = time.monotonic()
     sink.export(make_verdict(0xAB0))
     assert server.wait_for_scores(SCORES_PER_VERDICT, timeout=5)
-    assert time.monotonic() - started >= 0.04  # held for the interval, then sent
     sink.shutdown()
+    held = fast_sink(server, batch_size=1000, flush_interval=3600)
+    held.export(make_verdict(0xAB1))
+    # Sent at once, the scores would be stored well within this wait; held, they are not.
+    assert not server.wait_for_scores(2 * SCORES_PER_VERDICT, timeout=0.2)
+    assert held.force_flush(5000) and len(server.scores) == 2 * SCORES_PER_VERDICT
+    held.shutdown()
 
 
 def test_comments_never_carry_sensitive_values(server: LangfuseTestServer) -> None:
@@ -173,7 +170,7 @@ def test_server_down_at_start_then_up_loses_nothing() -> None:
     port = free_port()
     down = LangfuseTestServer(port=port)
     sink = fast_sink(down, max_retries=100_000, batch_size=7)
-    stats = attached(sink)
+    stats = sink.stats
     for i in range(20):
         sink.export(make_verdict(0x1000 + i))
     assert not sink.force_flush(200)
@@ -190,7 +187,7 @@ def test_server_down_at_start_then_up_loses_nothing() -> None:
 def test_queue_cap_drops_oldest_and_counts_them() -> None:
     port = free_port()
     sink = fast_sink(LangfuseTestServer(port=port), max_retries=100_000, batch_size=5, max_queue=10)
-    stats = attached(sink)
+    stats = sink.stats
     total = 12 * SCORES_PER_VERDICT
     for i in range(12):
         sink.export(make_verdict(0x2000 + i))
@@ -221,15 +218,17 @@ def test_transient_failures_are_retried(server: LangfuseTestServer, status: int)
     sink.shutdown()
 
 
-def test_retry_after_is_honoured(server: LangfuseTestServer) -> None:
-    server.faults.fail_times, server.faults.fail_status, server.faults.retry_after = 1, 429, "1"
+def test_retry_after_is_honoured_and_shutdown_ends_the_wait(server: LangfuseTestServer) -> None:
+    server.faults.fail_times, server.faults.fail_status, server.faults.retry_after = 1, 429, "3600"
     sink = fast_sink(server)
-    started = time.monotonic()
     sink.export(make_verdict(0x3100))
-    assert sink.force_flush(5000)
-    assert time.monotonic() - started >= 0.95  # backoff alone would wait at most 10 ms
-    assert len(server.scores) == SCORES_PER_VERDICT
-    sink.shutdown()
+    assert server.wait_for_requests(SCORES, 1, timeout=5)
+    # Backoff alone would retry within 10 ms; the server asked for an hour (capped at five minutes).
+    assert not sink.force_flush(200)
+    assert len(server.posts(SCORES)) == 1 and sink.report().pending == SCORES_PER_VERDICT
+    sink.shutdown(timeout_millis=0)
+    assert sink.stats.snapshot().dropped == {DROP_SHUTDOWN: SCORES_PER_VERDICT}
+    assert len(server.posts(SCORES)) == 1
 
 
 def test_permanent_400_is_dropped_counted_and_logged_once(
@@ -237,7 +236,7 @@ def test_permanent_400_is_dropped_counted_and_logged_once(
 ) -> None:
     server.faults.reject_status, server.faults.reject_message = 400, "score config mismatch"
     sink = fast_sink(server, api_mode="scores")
-    stats = attached(sink)
+    stats = sink.stats
     caplog.set_level(logging.WARNING, logger="otel_traj.sinks.langfuse")
     sink.export(make_verdict(0x4000))
     assert sink.force_flush(5000)
@@ -315,32 +314,67 @@ def test_v3_ingestion_partial_errors_retry_transient_only() -> None:
         sink.shutdown()
 
 
+# Far below the sink's request timeout in the tests below, so a shutdown that waited for the server
+# would still be running when the join gives up.
+JOIN_MARGIN_S = 3.0
+
+
+def shutdown_in_thread(sink: LangfuseSink, timeout_millis: int) -> threading.Thread:
+    """Run ``sink.shutdown`` on a thread joined a little past its deadline: alive means it overran."""
+    thread = threading.Thread(target=sink.shutdown, kwargs={"timeout_millis": timeout_millis})
+    thread.start()
+    thread.join(timeout=timeout_millis / 1000 + JOIN_MARGIN_S)
+    return thread
+
+
 def test_shutdown_flushes_pending_within_timeout(server: LangfuseTestServer) -> None:
     server.faults.delay = 0.05
     sink = fast_sink(server, batch_size=5, flush_interval=60)
     for i in range(6):
         sink.export(make_verdict(0x7000 + i))
-    started = time.monotonic()
-    sink.shutdown(timeout_millis=5000)
-    assert time.monotonic() - started < 5
+    assert not shutdown_in_thread(sink, 5000).is_alive()
     assert len(server.scores) == 6 * SCORES_PER_VERDICT
     assert sink.report().delivered == 6 * SCORES_PER_VERDICT
 
 
-def test_shutdown_gives_up_at_the_timeout_and_counts() -> None:
-    sink = fast_sink(LangfuseTestServer(port=free_port()), max_retries=100_000)
-    stats = attached(sink)
+def test_shutdown_returns_by_its_deadline_from_a_server_that_never_answers(
+    server: LangfuseTestServer,
+) -> None:
+    gate = threading.Event()
+    server.faults.gate = gate
+    sink = fast_sink(server, batch_size=SCORES_PER_VERDICT, timeout=60.0)
+    try:
+        for i in range(3):
+            sink.export(make_verdict(0x7100 + i))
+        assert server.wait_for_held(1, timeout=5)  # one batch in flight, two queued behind it
+        assert not sink.force_flush(100)  # force_flush too returns by its deadline
+        assert not shutdown_in_thread(sink, 300).is_alive()
+    finally:
+        gate.set()
+    report = sink.report()
+    assert (report.delivered, report.dropped, report.pending) == (0, 3 * SCORES_PER_VERDICT, 0)
+    assert sink.stats.snapshot().dropped == {DROP_SHUTDOWN: 3 * SCORES_PER_VERDICT}
+    assert sink.stats.snapshot().sink_errors == {"langfuse": 3 * SCORES_PER_VERDICT}
+
+
+def test_shutdown_gives_up_retrying_at_the_timeout_and_counts() -> None:
+    sink = fast_sink(LangfuseTestServer(port=free_port()), max_retries=100_000, timeout=60.0)
     for i in range(4):
-        sink.export(make_verdict(0x7100 + i))
-    started = time.monotonic()
-    sink.shutdown(timeout_millis=200)
-    assert time.monotonic() - started < 2
-    assert sink.force_flush(2000)  # the delivery thread has counted its last batch
+        sink.export(make_verdict(0x7200 + i))
+    assert not shutdown_in_thread(sink, 200).is_alive()
     report = sink.report()
     assert (report.delivered, report.dropped, report.pending) == (0, 4 * SCORES_PER_VERDICT, 0)
-    assert stats.snapshot().dropped == {DROP_SHUTDOWN: 4 * SCORES_PER_VERDICT}
-    sink.export(make_verdict(0x7200))
-    assert stats.snapshot().dropped == {DROP_SHUTDOWN: 5 * SCORES_PER_VERDICT}
+    assert sink.stats.snapshot().dropped == {DROP_SHUTDOWN: 4 * SCORES_PER_VERDICT}
+
+
+def test_after_shutdown_export_retains_nothing(server: LangfuseTestServer) -> None:
+    sink = fast_sink(server)
+    sink.shutdown()
+    sink.export(make_verdict(0x7300))
+    assert sink.report().pending == 0 and sink.force_flush(0)
+    assert sink.stats.snapshot().dropped == {DROP_SHUTDOWN: SCORES_PER_VERDICT}
+    sink.shutdown()  # a second call returns at once
+    assert not server.requests
 
 
 def test_send_verdicts_reports_the_fate_of_every_score(server: LangfuseTestServer) -> None:
@@ -351,17 +385,6 @@ def test_send_verdicts_reports_the_fate_of_every_score(server: LangfuseTestServe
     sink.shutdown()
 
 
-def test_configuration_from_environment(server: LangfuseTestServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", server.public_key)
-    monkeypatch.setenv("LANGFUSE_SECRET_KEY", server.secret_key)
-    monkeypatch.delenv("LANGFUSE_BASE_URL", raising=False)
-    monkeypatch.setenv("LANGFUSE_HOST", server.url)
-    monkeypatch.setenv("LANGFUSE_TRACING_ENVIRONMENT", "staging")
-    report = send_verdicts([make_verdict(0x9000)], timeout=10)
-    assert report.ok and report.delivered == SCORES_PER_VERDICT
-    assert {s["environment"] for s in server.scores.values()} == {"staging"}
-
-
 def test_invalid_configuration_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LANGFUSE_PUBLIC_KEY", raising=False)
     with pytest.raises(ValueError, match="LANGFUSE_PUBLIC_KEY"):
@@ -370,32 +393,3 @@ def test_invalid_configuration_names_the_field(monkeypatch: pytest.MonkeyPatch) 
         LangfuseSink(public_key="p", secret_key="s", environment="Prod")
     with pytest.raises(ValueError, match="api_mode='v2'"):
         LangfuseSink(public_key="p", secret_key="s", api_mode="v2")  # type: ignore[arg-type]
-
-
-def test_server_double_is_strict(server: LangfuseTestServer) -> None:
-    """The checks above only mean something if the double refuses what the real API refuses."""
-    auth = {"Authorization": server.auth_header}
-    good = {"id": "x", "traceId": "a" * 32, "name": "n", "value": 1, "dataType": "BOOLEAN"}
-    cases = [
-        ({**good, "unknownField": 1}, "unrecognized keys"),
-        ({k: v for k, v in good.items() if k != "name"}, "name"),
-        ({**good, "value": 2}, "BOOLEAN scores must be 0 or 1"),
-        ({**good, "dataType": "CATEGORICAL"}, "string value"),
-        ({k: v for k, v in good.items() if k != "traceId"}, "exactly one of"),
-    ]
-    for body, error in cases:
-        response = httpx.post(server.url + SCORES, json=[body], headers=auth)
-        assert response.status_code == 400 and error in response.json()["error"]
-    assert httpx.post(server.url + SCORES, json=[good]).status_code == 401
-    assert httpx.post(server.url + SCORES, json=[good], headers=auth).status_code == 202
-    page = httpx.get(server.url + SCORES, params={"traceId": "a" * 32}, headers=auth).json()
-    assert page["meta"]["totalItems"] == 1 and page["data"][0]["stringValue"] == "True"
-
-
-def test_end_to_end_timestamp_is_trajectory_end(server: LangfuseTestServer) -> None:
-    sink = fast_sink(server)
-    verdict = make_verdict(0xA000, end_ns=END_NS + 1_500_000)
-    sink.export(verdict)
-    assert sink.force_flush(5000)
-    assert {s["timestamp"] for s in server.scores.values()} == {"2026-01-01T00:00:00.001500Z"}
-    sink.shutdown()

@@ -1,33 +1,36 @@
 """LangfuseSink: trajectory scores on the very traces and observations the agent exported.
 
-``export`` runs on the pipeline worker and only turns the verdict into score requests and appends
-them to a bounded queue; one daemon thread batches and delivers them. The agent's thread never waits
-on Langfuse, and every score that is not delivered is counted (``PipelineStats.dropped`` by reason,
+``export`` runs on the pipeline worker and only turns the verdict into scores and appends them to a
+bounded queue; one daemon thread batches and delivers them. The agent's thread never waits on Langfuse,
+and every score that is not delivered is counted (``self.stats.dropped`` by reason,
 ``sink_errors["langfuse"]``) and reported, never dropped silently.
 
-Uses the ``langfuse`` package's typed REST client (``LangfuseAPI``), not ``Langfuse()``: the latter
-installs span processors on the host's global TracerProvider and swallows failed scores.
+Talks to the REST API with plain httpx (``langfuse_transport``), not ``Langfuse()``: that client
+installs span processors on the host's global TracerProvider and swallows failed scores. Importing
+this module imports neither the ``langfuse`` package nor httpx; the transport is loaded when a sink is
+made.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import random
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from langfuse.api import LangfuseAPI
-
+from otel_traj.config import env_str
 from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
 from otel_traj.redact import Redactor
 from otel_traj.sinks.base import Sink
-from otel_traj.sinks.langfuse_scores import WireScore, to_wire, validate_environment, verdict_scores
-from otel_traj.sinks.langfuse_transport import API_MODES, ApiMode, ScoreTransport, WireForm
+from otel_traj.sinks.langfuse_scores import WireScore, validate_environment, verdict_scores
 from otel_traj.verdict import Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.sinks.langfuse_transport import ApiMode, ScoreTransport, WireForm
 
 logger = logging.getLogger(__name__)
 
@@ -85,16 +88,17 @@ class LangfuseSink(Sink):
     the policy marks sensitive (a set of key names, or None for secret-looking keys only, also work).
     Delivery tries the list form first and falls back for older servers (``api_mode="auto"``); 429,
     5xx and network errors are retried with exponential backoff and jitter, honouring ``Retry-After``;
-    other 4xx are permanent: dropped, counted, and the server's message logged once.
+    other 4xx are permanent: dropped, counted, and the server's message logged once. Durations are in
+    seconds, except the SDK-shaped ``timeout_millis`` of ``force_flush`` and ``shutdown``.
     """
 
     def __init__(
         self,
+        *,
         public_key: str | None = None,
         secret_key: str | None = None,
         base_url: str | None = None,
         environment: str | None = None,
-        *,
         batch_size: int = 100,
         flush_interval: float = 1.0,
         max_queue: int = 10_000,
@@ -103,32 +107,30 @@ class LangfuseSink(Sink):
         max_retries: int = 8,
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
-        shutdown_timeout: float = 10.0,
         redact: Callable[[str, str], bool] | Collection[str] | None = None,
     ) -> None:
         super().__init__()
-        public_key = public_key or os.environ.get("LANGFUSE_PUBLIC_KEY")
-        secret_key = secret_key or os.environ.get("LANGFUSE_SECRET_KEY")
+        public_key = public_key or env_str("LANGFUSE_PUBLIC_KEY", None)
+        secret_key = secret_key or env_str("LANGFUSE_SECRET_KEY", None)
         if not public_key:
             raise ValueError("public_key is required (argument or LANGFUSE_PUBLIC_KEY)")
         if not secret_key:
             raise ValueError("secret_key is required (argument or LANGFUSE_SECRET_KEY)")
-        if api_mode not in API_MODES:
-            raise ValueError(f"api_mode={api_mode!r}: expected one of {', '.join(API_MODES)}")
         for name, value in (("batch_size", batch_size), ("max_queue", max_queue)):
             if value < 1:
                 raise ValueError(f"{name}={value!r}: must be at least 1")
         for name, number in (("flush_interval", flush_interval), ("timeout", timeout)):
             if number <= 0:
                 raise ValueError(f"{name}={number!r}: must be positive")
-        self.base_url = (
+        url = (
             base_url
-            or os.environ.get("LANGFUSE_BASE_URL")
-            or os.environ.get("LANGFUSE_HOST")
+            or env_str("LANGFUSE_BASE_URL", None)
+            or env_str("LANGFUSE_HOST", None)
             or DEFAULT_BASE_URL
-        ).rstrip("/")
+        )
+        self.base_url = url.rstrip("/")
         self.environment = validate_environment(
-            environment if environment is not None else os.environ.get("LANGFUSE_TRACING_ENVIRONMENT")
+            environment if environment is not None else env_str("LANGFUSE_TRACING_ENVIRONMENT", None)
         )
         self.batch_size = batch_size
         self.flush_interval = flush_interval
@@ -136,12 +138,11 @@ class LangfuseSink(Sink):
         self.max_retries = max(0, max_retries)
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
-        self.shutdown_timeout = shutdown_timeout
         self._redactor = Redactor(redact)
         self._credentials = (public_key, secret_key)
         self._timeout = timeout
         self._api_mode: ApiMode = api_mode
-        self._api, self._transport = self._connect()
+        self._transport = self._connect()
 
         self._cond = threading.Condition()
         self._queue: deque[WireScore] = deque(maxlen=max_queue)
@@ -149,7 +150,10 @@ class LangfuseSink(Sink):
         self._in_flight = 0
         self._flush_waiters = 0
         self._closing = False
+        # Set once shutdown's deadline has passed: everything outstanding was counted as dropped then,
+        # so the delivery thread counts nothing more.
         self._abort = False
+        self._deadline: float | None = None
         self._delivered = 0
         self._rejected = 0
         self._dropped = 0
@@ -157,35 +161,32 @@ class LangfuseSink(Sink):
         self._thread = start_daemon(self._run, "otel-traj-langfuse")
         after_fork_in_child(self._restart_in_child)
 
-    def _connect(self) -> tuple[LangfuseAPI, ScoreTransport]:
+    def _connect(self) -> ScoreTransport:
+        from otel_traj.sinks.langfuse_transport import ScoreTransport
+
         public_key, secret_key = self._credentials
-        api = LangfuseAPI(
-            base_url=self.base_url,
-            username=public_key,
-            password=secret_key,
-            x_langfuse_public_key=public_key,
-            x_langfuse_sdk_name="otel-traj",
-            timeout=self._timeout,
+        return ScoreTransport(
+            self.base_url, public_key, secret_key, mode=self._api_mode, timeout=self._timeout
         )
-        return api, ScoreTransport(api, self._api_mode)
 
     def _restart_in_child(self) -> None:
         """In a forked child: an HTTP client of its own (the parent's pool holds the parent's
         sockets), an empty queue (the parent delivers what it queued) and a delivery thread."""
-        leave_to_parent(self._api)
-        self._api, self._transport = self._connect()
+        leave_to_parent(self._transport)
+        self.stats.restart_in_child()
         self._cond = threading.Condition()
         self._queue.clear()
         self._in_flight = 0
         self._flush_waiters = 0
         if not self._closing:
+            self._transport = self._connect()
             self._thread = start_daemon(self._run, "otel-traj-langfuse")
 
     # -- pipeline side -------------------------------------------------------------------------------
 
     def export(self, verdict: Verdict) -> None:
         try:
-            scores = [to_wire(s) for s in verdict_scores(verdict, self._redactor, self.environment)]
+            scores = verdict_scores(verdict, self._redactor, self.environment)
         except Exception:
             logger.exception("could not build Langfuse scores for trace %s", verdict.trajectory.trace_hex)
             self.stats.count_internal_error()
@@ -215,23 +216,24 @@ class LangfuseSink(Sink):
             finally:
                 self._flush_waiters -= 1
 
-    def shutdown(self, timeout_millis: int | None = None) -> None:
-        """Deliver what is pending within the timeout (default ``shutdown_timeout``); what is left is
-        dropped and counted."""
-        timeout = self.shutdown_timeout if timeout_millis is None else timeout_millis / 1000
+    def shutdown(self, timeout_millis: int = 30_000) -> None:
+        """Deliver what is pending within ``timeout_millis`` and return by then, whatever the server
+        does. Scores still queued or awaiting an answer at the deadline are counted as dropped
+        (``langfuse_shutdown``); a request still in flight then is abandoned to its own timeout."""
+        deadline = time.monotonic() + max(0, timeout_millis) / 1000
         with self._cond:
             if self._closing:
                 return
             self._closing = True
+            self._deadline = deadline
             self._cond.notify_all()
-        self._thread.join(timeout)
+        self._thread.join(max(0.0, deadline - time.monotonic()))
         with self._cond:
             self._abort = True
-            self._drop(DROP_SHUTDOWN, len(self._queue))
+            self._drop(DROP_SHUTDOWN, len(self._queue) + self._in_flight)
             self._queue.clear()
+            self._in_flight = 0
             self._cond.notify_all()
-        if not self._thread.is_alive():
-            self._api._client_wrapper.httpx_client.httpx_client.close()
 
     def report(self) -> DeliveryReport:
         with self._cond:
@@ -287,18 +289,29 @@ class LangfuseSink(Sink):
                     self._cond.wait()
 
     def _run(self) -> None:
-        while (batch := self._next_batch()) is not None:
-            try:
-                self._deliver(batch)
-            except Exception:
-                logger.exception("Langfuse delivery failed")
-                self.stats.count_internal_error()
-                with self._cond:
-                    self._drop(DROP_RETRIES_EXHAUSTED, self._in_flight)
-            finally:
-                with self._cond:
-                    self._in_flight = 0
-                    self._cond.notify_all()
+        transport = self._transport
+        try:
+            while (batch := self._next_batch()) is not None:
+                try:
+                    self._deliver(transport, batch)
+                except Exception:
+                    logger.exception("Langfuse delivery failed")
+                    self.stats.count_internal_error()
+                    with self._cond:
+                        if not self._abort:
+                            self._drop(DROP_RETRIES_EXHAUSTED, self._in_flight)
+                finally:
+                    with self._cond:
+                        if not self._abort:
+                            self._in_flight = 0
+                        self._cond.notify_all()
+        finally:
+            transport.close()
+
+    def _time_left(self) -> float | None:
+        """Seconds to shutdown's deadline (bounds each network wait while closing), else None."""
+        deadline = self._deadline
+        return None if deadline is None else max(0.001, deadline - time.monotonic())
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         delay = min(self.backoff_max, self.backoff_initial * 2.0**attempt) * random.uniform(0.5, 1.0)
@@ -306,29 +319,31 @@ class LangfuseSink(Sink):
             delay = max(delay, min(retry_after, MAX_RETRY_AFTER_S))
         return delay
 
-    def _deliver(self, batch: list[WireScore]) -> None:
+    def _deliver(self, transport: ScoreTransport, batch: list[WireScore]) -> None:
         pending = batch
-        attempt = 0
-        while pending:
-            result = self._transport.send(pending)
+        for attempt in range(self.max_retries + 1):
+            result = transport.send(pending, self._time_left())
             for message in dict.fromkeys(result.rejected):
                 self._note(message, logging.WARNING, "rejected scores (not retried)")
             if result.transient_error:
                 self._note(result.transient_error, logging.INFO, "delivery failed, retrying")
             with self._cond:
+                if self._abort:
+                    return
                 self._delivered += result.delivered
                 self._drop(DROP_REJECTED, len(result.rejected))
-                self._in_flight = len(result.retry)
                 pending = result.retry
+                self._in_flight = len(pending)
                 if not pending:
                     return
-                if self._abort or attempt >= self.max_retries:
-                    reason = DROP_SHUTDOWN if self._abort else DROP_RETRIES_EXHAUSTED
-                    self._drop(reason, len(pending))
-                    logger.warning("Langfuse: gave up on %d scores (%s)", len(pending), reason)
-                    return
+                if attempt == self.max_retries:
+                    self._drop(DROP_RETRIES_EXHAUSTED, len(pending))
+                    self._in_flight = 0
+                    break
                 self._cond.wait_for(lambda: self._abort, timeout=self._backoff(attempt, result.retry_after))
-            attempt += 1
+                if self._abort:
+                    return
+        logger.warning("Langfuse: gave up on %d scores after %d attempts", len(pending), self.max_retries + 1)
 
 
 def send_verdicts(

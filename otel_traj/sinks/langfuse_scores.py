@@ -1,13 +1,12 @@
-"""Verdict -> Langfuse score requests (pure: no I/O).
+"""Verdict -> Langfuse scores in wire form (pure: no I/O).
 
-Every score is built with the ``langfuse`` package's own ``CreateScoreRequest`` model, so a field the
-API does not know fails here rather than on the server. Ids are derived from (trace id, observation
-id, score name) and the timestamp is the trajectory's end: Langfuse overwrites a score re-sent with the
-same id, name and timestamp date, so retries and re-grades update instead of duplicating.
-
-The wire form (camelCase JSON) is produced here from the package's own field aliases instead of its
-generated serializer, which resolves type hints per object (~0.3 ms per score, measured): on the
-delivery thread that CPU time would hold the GIL against the agent's threads.
+A score is the JSON object ``POST /api/public/scores`` takes (``traceId``, ``dataType``, ...), built
+as a plain dict: the ``langfuse`` package's generated models would cost ~0.3 s to import and ~0.3 ms
+per score to serialize, on a thread that shares the GIL with the agent. The tests validate every body
+against those very models (``CreateScoreRequest``, strictly), so a field the API does not know fails
+there. Ids are derived from (trace id, observation id, score name) and the timestamp is the
+trajectory's end: Langfuse overwrites a score re-sent with the same id, name and timestamp date, so
+retries and re-grades update instead of duplicating.
 
 Skipped checks (for example an argument check when content capture is off) send no BOOLEAN score: 0
 would read as a failure and 1 as a pass. They are listed in the ``traj.outcome`` score's metadata.
@@ -18,12 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
-from typing import Any
-
-from langfuse.api.commons.types.score_data_type import ScoreDataType
-from langfuse.api.core.datetime_utils import serialize_datetime
-from langfuse.api.core.serialization import FieldMetadata
-from langfuse.api.scores.types.create_score_request import CreateScoreRequest
+from typing import Any, Literal
 
 from otel_traj.redact import Redactor
 from otel_traj.verdict import Verdict
@@ -33,10 +27,7 @@ SCORE_PREFIX = "traj."
 SCORE_ID_NAMESPACE = uuid.UUID("6f1d7c2e-5b0a-4c8e-9d3f-2a7e1b4c8d90")
 # Langfuse stores long comments, but a score comment is read in a table cell.
 MAX_COMMENT_CHARS = 1000
-# Constructed by value: the generated enum's members type-check as plain str.
-BOOLEAN = ScoreDataType("BOOLEAN")
-NUMERIC = ScoreDataType("NUMERIC")
-CATEGORICAL = ScoreDataType("CATEGORICAL")
+DataType = Literal["BOOLEAN", "NUMERIC", "CATEGORICAL"]
 _SPAN_HEX = re.compile(r"^[0-9a-f]{16}$")
 _ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
 
@@ -45,28 +36,9 @@ WireScore = dict[str, Any]
 """One score as the JSON object the API receives (``traceId``, ``dataType``, ...)."""
 
 
-def _wire_names(model: type[CreateScoreRequest]) -> dict[str, str]:
-    names = {}
-    for name, info in model.model_fields.items():
-        aliases = [m.alias for m in info.metadata if isinstance(m, FieldMetadata)]
-        names[name] = aliases[0] if aliases else name
-    return names
-
-
-_WIRE_NAMES = _wire_names(CreateScoreRequest)
-
-
-def to_wire(score: CreateScoreRequest) -> WireScore:
-    """The JSON object for a validated score: set fields only, API names, ISO timestamps."""
-    out: WireScore = {}
-    for name in score.model_fields_set:
-        value = getattr(score, name)
-        if isinstance(value, dt.datetime):
-            value = serialize_datetime(value)
-        elif isinstance(value, ScoreDataType):
-            value = value.value
-        out[_WIRE_NAMES[name]] = value
-    return out
+def wire_timestamp(when: dt.datetime) -> str:
+    """ISO 8601 as the API's own clients write it: UTC ends in ``Z``."""
+    return when.isoformat().replace("+00:00", "Z")
 
 
 def validate_environment(environment: str | None) -> str | None:
@@ -114,14 +86,12 @@ def _outcome_comment(verdict: Verdict) -> str:
     return f"{verdict.outcome}: {len(failed)} of {len(verdict.checks)} checks failed ({names})"
 
 
-def verdict_scores(
-    verdict: Verdict, redactor: Redactor, environment: str | None = None
-) -> list[CreateScoreRequest]:
+def verdict_scores(verdict: Verdict, redactor: Redactor, environment: str | None = None) -> list[WireScore]:
     """The scores one verdict publishes: one BOOLEAN per check that ran, the NUMERIC score and the
     CATEGORICAL outcome on the trace, and each failing check again on every offending observation."""
     traj = verdict.trajectory
     trace_id = traj.trace_hex
-    timestamp = score_timestamp(verdict)
+    timestamp = wire_timestamp(score_timestamp(verdict))
     secrets = redactor.secret_values(traj)
     base_metadata: dict[str, Any] = {
         "policy_version": verdict.policy_version,
@@ -132,43 +102,44 @@ def verdict_scores(
     def make(
         name: str,
         value: float | str,
-        data_type: ScoreDataType,
+        data_type: DataType,
         comment: str | None,
         observation_id: str | None = None,
         extra: dict[str, Any] | None = None,
-    ) -> CreateScoreRequest:
+    ) -> WireScore:
         metadata = dict(base_metadata)
         if extra:
             metadata.update(extra)
-        optional: dict[str, Any] = {
-            "observation_id": observation_id,
+        score: WireScore = {
+            "id": score_id(trace_id, observation_id, name),
+            "traceId": trace_id,
+            "name": name,
+            "value": value,
+            "dataType": data_type,
+            "metadata": metadata,
+            "timestamp": timestamp,
+        }
+        optional = {
+            "observationId": observation_id,
             "comment": _comment(comment, redactor, secrets),
             "environment": environment,
         }
-        # Unset rather than null: older servers reject explicit nulls on some fields.
-        return CreateScoreRequest(
-            id=score_id(trace_id, observation_id, name),
-            trace_id=trace_id,
-            name=name,
-            value=value,
-            data_type=data_type,
-            metadata=metadata,
-            timestamp=timestamp,
-            **{k: v for k, v in optional.items() if v is not None},
-        )
+        # Absent rather than null: older servers reject explicit nulls on some fields.
+        score.update((k, v) for k, v in optional.items() if v is not None)
+        return score
 
-    scores: list[CreateScoreRequest] = []
+    scores: list[WireScore] = []
     for check in verdict.checks:
         if check.status == "skipped":
             continue
         name = SCORE_PREFIX + check.name
         extra = {"severity": check.severity}
         value = 0.0 if check.failed else 1.0
-        scores.append(make(name, value, BOOLEAN, check.reason, extra=extra))
+        scores.append(make(name, value, "BOOLEAN", check.reason, extra=extra))
         if check.failed:
             for observation in dict.fromkeys(filter(None, map(observation_of, check.steps))):
-                scores.append(make(name, value, BOOLEAN, check.reason, observation, extra))
-    scores.append(make(SCORE_PREFIX + "score", float(verdict.score), NUMERIC, None))
+                scores.append(make(name, value, "BOOLEAN", check.reason, observation, extra))
+    scores.append(make(SCORE_PREFIX + "score", float(verdict.score), "NUMERIC", None))
     skipped = [c.name for c in verdict.checks if c.status == "skipped"]
     outcome_extra: dict[str, Any] = {"complete": traj.complete}
     if skipped:
@@ -177,7 +148,7 @@ def verdict_scores(
         make(
             SCORE_PREFIX + "outcome",
             verdict.outcome,
-            CATEGORICAL,
+            "CATEGORICAL",
             _outcome_comment(verdict),
             extra=outcome_extra,
         )

@@ -1,9 +1,9 @@
-"""Deliver score requests to a Langfuse server in the form it understands, and report each score's fate.
+"""Deliver scores to a Langfuse server in the form it understands, and report each score's fate.
 
 Three wire forms, newest first:
 
-- ``scores``: ``POST /api/public/scores`` with a JSON list (servers v4.59+, the typed client's
-  ``scores.create``) -> 202, or 207 ``{accepted, rejected, errors}``;
+- ``scores``: ``POST /api/public/scores`` with a JSON list (servers v4.59+) -> 202, or 207
+  ``{accepted, rejected, errors}``;
 - ``single``: the same path with one object per request (older v4 and v3 servers) -> 200 ``{id}``;
 - ``ingestion``: ``POST /api/public/ingestion`` with ``score-create`` events (v3) -> 207
   ``{successes, errors}``.
@@ -11,17 +11,16 @@ Three wire forms, newest first:
 In ``auto`` mode the first form the server accepts is remembered. One send attempt never retries: the
 sink owns backoff, so it can honour the shutdown deadline and count what it gives up on.
 
-Requests go through the typed client's own HTTP wrapper (base URL, Basic auth, SDK headers) with
-bodies already in wire form (``langfuse_scores.to_wire``) and responses parsed with the package's
-response models; ``scores.create`` itself would re-serialize every score through the generated
-encoder at ~0.3 ms each.
+Plain ``httpx`` with Basic auth, not the ``langfuse`` package: its client is private API for the older
+forms, and importing it costs ~0.3 s. Every request runs with OpenTelemetry instrumentation suppressed,
+as the SDK's own exporters do, so a host application that instruments httpx does not trace the sink's
+deliveries (nor, through an OTel-exporting Langfuse setup, loop them back as spans to grade).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import email.utils
-import json
 import time
 import uuid
 from collections.abc import Sequence
@@ -29,10 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
-import pydantic
-from langfuse.api import LangfuseAPI
-from langfuse.api.core.request_options import RequestOptions
-from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
+import orjson
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
 from otel_traj.sinks.langfuse_scores import WireScore
 
@@ -41,6 +38,7 @@ WireForm = Literal["scores", "single", "ingestion"]
 API_MODES: tuple[ApiMode, ...] = ("auto", "scores", "single", "ingestion")
 _NEXT_FORM: dict[WireForm, WireForm | None] = {"scores": "single", "single": "ingestion", "ingestion": None}
 _MAX_MESSAGE_CHARS = 300
+_JSON = {"Content-Type": "application/json"}
 
 
 def is_transient(status: int) -> bool:
@@ -95,38 +93,65 @@ class _Unsupported(Exception):
     """The server does not implement this wire form (404/405, or a list refused before any success)."""
 
 
-class _IngestionItem(pydantic.BaseModel):
-    id: str
-    status: int
-    message: str | None = None
-    error: Any = None
+def _batch_results(body: Any) -> tuple[int, list[dict[str, Any]]] | None:
+    """``(rejected, errors)`` of a 207 list response, None if the body is not of that shape."""
+    if not isinstance(body, dict):
+        return None
+    rejected, errors = body.get("rejected"), body.get("errors")
+    if not isinstance(rejected, int) or not isinstance(errors, list):
+        return None
+    if not all(isinstance(e, dict) and isinstance(e.get("message"), str) for e in errors):
+        return None
+    return rejected, errors
 
 
-class _IngestionResponse(pydantic.BaseModel):
-    successes: list[_IngestionItem]
-    errors: list[_IngestionItem]
+def _ingestion_items(body: Any, key: str) -> list[dict[str, Any]] | None:
+    items = body.get(key) if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        return None
+    if not all(isinstance(i, dict) and isinstance(i.get("status"), int) for i in items):
+        return None
+    return items
 
 
-def _error_id(error: Any) -> str | None:
-    extra = getattr(error, "model_extra", None) or {}
-    value = extra.get("id") or extra.get("scoreId")
+def _error_id(error: dict[str, Any]) -> str | None:
+    value = error.get("id") or error.get("scoreId")
     return str(value) if value is not None else None
 
 
-def _error_status(error: Any) -> int | None:
-    extra = getattr(error, "model_extra", None) or {}
-    status = extra.get("status") or extra.get("statusCode")
+def _error_status(error: dict[str, Any]) -> int | None:
+    status = error.get("status") or error.get("statusCode")
     return int(status) if isinstance(status, int | str) and str(status).isdigit() else None
 
 
 class ScoreTransport:
-    def __init__(self, api: LangfuseAPI, mode: ApiMode = "auto") -> None:
+    """One HTTP client to one Langfuse project. ``send`` is called from one thread at a time."""
+
+    def __init__(
+        self,
+        base_url: str,
+        public_key: str,
+        secret_key: str,
+        *,
+        mode: ApiMode = "auto",
+        timeout: float = 10.0,
+    ) -> None:
         if mode not in API_MODES:
             raise ValueError(f"api_mode={mode!r}: expected one of {', '.join(API_MODES)}")
-        self.api = api
         self.mode = mode
+        self.timeout = timeout
         self._form: WireForm = "scores" if mode == "auto" else mode
         self._confirmed = mode != "auto"
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/") + "/",
+            auth=httpx.BasicAuth(public_key, secret_key),
+            headers={
+                "User-Agent": "otel-traj",
+                "X-Langfuse-Sdk-Name": "otel-traj",
+                "X-Langfuse-Public-Key": public_key,
+            },
+            timeout=timeout,
+        )
 
     @property
     def form(self) -> WireForm:
@@ -137,15 +162,16 @@ class ScoreTransport:
     def detected(self) -> bool:
         return self._confirmed
 
-    def _options(self) -> RequestOptions:
-        # The client's own timeout applies; its built-in retries would hide failures from the sink.
-        return {"max_retries": 0}
+    def close(self) -> None:
+        self._client.close()
 
-    def send(self, scores: Sequence[WireScore]) -> SendResult:
+    def send(self, scores: Sequence[WireScore], timeout: float | None = None) -> SendResult:
+        """One attempt; ``timeout`` (seconds) bounds each network wait instead of the client's own."""
         form = self._form
+        limit = self.timeout if timeout is None else min(self.timeout, timeout)
         while True:
             try:
-                result = self._send(form, scores)
+                result = self._send(form, scores, limit)
             except _Unsupported as exc:
                 fallback = _NEXT_FORM[form] if not self._confirmed else None
                 if fallback is None:
@@ -158,18 +184,30 @@ class ScoreTransport:
                 self._form, self._confirmed = form, True
             return result
 
-    def _send(self, form: WireForm, scores: Sequence[WireScore]) -> SendResult:
+    def _send(self, form: WireForm, scores: Sequence[WireScore], timeout: float) -> SendResult:
         try:
             if form == "scores":
-                return self._send_list(scores)
+                return self._send_list(scores, timeout)
             if form == "single":
-                return self._send_single(scores)
-            return self._send_ingestion(scores)
+                return self._send_single(scores, timeout)
+            return self._send_ingestion(scores, timeout)
         except httpx.TransportError as exc:
             return SendResult(retry=list(scores), transient_error=f"{type(exc).__name__}: {exc}")
 
+    def _post(self, path: str, body: Any, timeout: float) -> tuple[int, Any, httpx.Headers]:
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            response = self._client.post(path, content=orjson.dumps(body), headers=_JSON, timeout=timeout)
+        finally:
+            detach(token)
+        try:
+            parsed = response.json()
+        except ValueError:
+            parsed = response.text
+        return response.status_code, parsed, response.headers
+
     def _failure(
-        self, status: int, body: Any, headers: Any, scores: Sequence[WireScore], list_form: bool
+        self, status: int, body: Any, headers: httpx.Headers, scores: Sequence[WireScore], list_form: bool
     ) -> SendResult:
         message = server_message(status, body)
         if status in (404, 405) or (list_form and status == 400 and not self._confirmed):
@@ -180,28 +218,29 @@ class ScoreTransport:
             )
         return SendResult(rejected=[message] * len(scores))
 
-    def _send_list(self, scores: Sequence[WireScore]) -> SendResult:
-        response = self._post("api/public/scores", list(scores))
-        body = self._body(response)
-        if response.status_code == 207:
-            try:
-                results = CreateScoreBatchResults.model_validate(body)
-            except pydantic.ValidationError:
+    def _send_list(self, scores: Sequence[WireScore], timeout: float) -> SendResult:
+        status, body, headers = self._post("api/public/scores", list(scores), timeout)
+        if status == 207:
+            results = _batch_results(body)
+            if results is None:
                 return SendResult(rejected=[server_message(207, body)] * len(scores))
-            return self._partial(results, scores)
-        if 200 <= response.status_code < 300:
+            return self._partial(*results, scores)
+        if 200 <= status < 300:
             return SendResult(delivered=len(scores))
-        return self._failure(response.status_code, body, response.headers, scores, list_form=True)
+        return self._failure(status, body, headers, scores, list_form=True)
 
-    def _partial(self, response: CreateScoreBatchResults, scores: Sequence[WireScore]) -> SendResult:
+    def _partial(
+        self, rejected: int, errors: list[dict[str, Any]], scores: Sequence[WireScore]
+    ) -> SendResult:
         """207: retry only the scores an error names with a transient status; errors that name no score
-        cannot be retried safely and count as permanent rejections."""
+        cannot be retried safely and count as permanent rejections. What no error accounts for was
+        accepted."""
         by_id = {s["id"]: s for s in scores}
-        result = SendResult(delivered=response.accepted)
+        result = SendResult()
         unnamed: list[str] = []
-        for error in response.errors:
+        for error in errors:
             ident, status = _error_id(error), _error_status(error)
-            message = server_message(status, error.message)
+            message = server_message(status, error["message"])
             if ident in by_id and status is not None and is_transient(status):
                 result.retry.append(by_id.pop(ident))
                 result.transient_error = message
@@ -210,53 +249,35 @@ class ScoreTransport:
                 result.rejected.append(message)
             else:
                 unnamed.append(message)
-        missing = response.rejected - len(result.retry) - len(result.rejected)
-        for i in range(max(0, missing)):
+        missing = min(len(by_id), max(0, rejected - len(result.retry) - len(result.rejected)))
+        for i in range(missing):
             result.rejected.append(unnamed[i] if i < len(unnamed) else "rejected without a message")
+        result.delivered = max(0, len(scores) - len(result.retry) - len(result.rejected))
         return result
 
-    def _post(self, path: str, body: Any) -> httpx.Response:
-        # The typed client has no method for these older forms; its wrapped httpx client still gives
-        # the configured base URL, Basic auth and SDK headers.
-        return self.api._client_wrapper.httpx_client.request(
-            path,
-            method="POST",
-            content=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-            request_options=self._options(),
-        )
-
-    @staticmethod
-    def _body(response: httpx.Response) -> Any:
-        try:
-            return response.json()
-        except ValueError:
-            return response.text
-
-    def _send_single(self, scores: Sequence[WireScore]) -> SendResult:
+    def _send_single(self, scores: Sequence[WireScore], timeout: float) -> SendResult:
         result = SendResult()
         for i, score in enumerate(scores):
             try:
-                response = self._post("api/public/scores", score)
+                status, body, headers = self._post("api/public/scores", score, timeout)
             except httpx.TransportError as exc:
                 result.retry.extend(scores[i:])
                 result.transient_error = f"{type(exc).__name__}: {exc}"
                 return result
-            if 200 <= response.status_code < 300:
+            if 200 <= status < 300:
                 result.delivered += 1
                 continue
-            status, body = response.status_code, self._body(response)
             if status in (404, 405) and result.delivered == 0:
                 raise _Unsupported(server_message(status, body))
             if is_transient(status):
                 result.retry.extend(scores[i:])
-                result.retry_after = retry_after_seconds(response.headers)
+                result.retry_after = retry_after_seconds(headers)
                 result.transient_error = server_message(status, body)
                 return result
             result.rejected.append(server_message(status, body))
         return result
 
-    def _send_ingestion(self, scores: Sequence[WireScore]) -> SendResult:
+    def _send_ingestion(self, scores: Sequence[WireScore], timeout: float) -> SendResult:
         events: dict[str, WireScore] = {}
         batch = []
         for score in scores:
@@ -267,19 +288,17 @@ class ScoreTransport:
             event_id = str(uuid.uuid4())
             events[event_id] = score
             batch.append({"id": event_id, "timestamp": timestamp, "type": "score-create", "body": body})
-        response = self._post("api/public/ingestion", {"batch": batch})
-        body_json = self._body(response)
-        if not 200 <= response.status_code < 300:
-            return self._failure(response.status_code, body_json, response.headers, scores, list_form=False)
-        try:
-            parsed = _IngestionResponse.model_validate(body_json)
-        except pydantic.ValidationError:
-            return SendResult(rejected=[server_message(response.status_code, body_json)] * len(scores))
-        result = SendResult(delivered=len(parsed.successes))
-        for error in parsed.errors:
-            failed = events.get(error.id)
-            message = server_message(error.status, error.message or error.error)
-            if failed is not None and is_transient(error.status):
+        status, reply, headers = self._post("api/public/ingestion", {"batch": batch}, timeout)
+        if not 200 <= status < 300:
+            return self._failure(status, reply, headers, scores, list_form=False)
+        successes, errors = _ingestion_items(reply, "successes"), _ingestion_items(reply, "errors")
+        if successes is None or errors is None:
+            return SendResult(rejected=[server_message(status, reply)] * len(scores))
+        result = SendResult(delivered=len(successes))
+        for error in errors:
+            failed = events.get(str(error.get("id")))
+            message = server_message(error["status"], error.get("message") or error.get("error"))
+            if failed is not None and is_transient(error["status"]):
                 result.retry.append(failed)
                 result.transient_error = message
             else:
