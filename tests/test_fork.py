@@ -18,9 +18,9 @@ from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sinks.langfuse import LangfuseSink
 from otel_traj.sinks.store import SqliteSink, connect, read_verdicts
 from tests.langfuse_server import LangfuseTestServer
+from tests.live_helpers import AGENT, POLICY, tool
 from tests.semconv_agent import emit
-from tests.test_live import AGENT, POLICY, tool
-from tests.test_serve import refund_for
+from tests.serve_helpers import refund_for
 
 
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")

@@ -63,7 +63,9 @@ def graded(tmp_path: Path) -> tuple[list[Verdict], Path]:
     """Grade both runs in process, storing the verdicts in a SQLite store as well."""
     verdicts: list[Verdict] = []
     db = tmp_path / "verdicts.db"
-    processor = TrajectoryProcessor(policy=EXAMPLE_POLICY, sinks=[SqliteSink(db)], on_verdict=verdicts.append)
+    processor = TrajectoryProcessor(
+        policy=EXAMPLE_POLICY, sinks=[SqliteSink(path=db)], on_verdict=verdicts.append
+    )
     provider = TracerProvider(resource=Resource.create({"service.name": "support-svc"}))
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("test")

@@ -104,7 +104,7 @@ def format_results(results: Sequence[tuple[Ticket, Verdict]]) -> str:
 
 def _sinks(db: str) -> tuple[PrometheusSink, list[Sink], str]:
     prometheus = PrometheusSink()
-    sinks: list[Sink] = [prometheus, SqliteSink(db)]
+    sinks: list[Sink] = [prometheus, SqliteSink(path=db)]
     langfuse = "off (set LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY to send scores)"
     if os.environ.get("LANGFUSE_PUBLIC_KEY") and os.environ.get("LANGFUSE_SECRET_KEY"):
         # Imported only when configured: the langfuse package is the slowest import of the demo.

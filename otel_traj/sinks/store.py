@@ -1,16 +1,13 @@
-"""The local verdict store: SQLite, one row per trajectory (its verdict JSON included).
-
-Every check result is in the verdict JSON; ``check_results`` is a view that lists them as rows, and
-``failed_checks`` holds the failed ones as a table, indexed by check name, which is what ``report
---failed`` reads. (Passes are most check results and nobody looks one up by name: as rows of a
-table with two indexes they took nearly half the store's write time.)
+"""The local verdict store: SQLite, one row per trajectory (its verdict JSON included). The file's
+schema, ``connect`` and ``read_verdicts`` are in ``store_schema`` (importable from here too).
 
 ``SqliteSink`` writes on its own thread through the only writer connection (WAL journal, so
 ``otel-traj report`` can read while a service writes). ``export`` encodes the verdict (see
 ``prepare``) and queues it in a bounded queue: when the store falls behind, ``export`` blocks the
 pipeline worker instead of dropping verdicts, the assembler fills, and the receiver answers with its
-retryable status. A trace graded again (a re-run with a new policy) overwrites its row: the trace id
-is the key.
+retryable status. ``shutdown`` ends that wait: as the SDK's batch processors, it writes what is queued
+within its deadline and counts what it could not write. A trace graded again (a re-run with a new
+policy) overwrites its row: the trace id is the key.
 """
 
 from __future__ import annotations
@@ -21,68 +18,34 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from otel_traj.config import env_int, env_str
 from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.base import Sink
+from otel_traj.sinks.store_schema import SCHEMA_VERSION, Query, StoreError, connect, read_verdicts
 from otel_traj.verdict import Verdict
 
+__all__ = [
+    "SCHEMA_VERSION",
+    "Prepared",
+    "Query",
+    "SqliteSink",
+    "StoreError",
+    "connect",
+    "prepare",
+    "read_verdicts",
+    "write_prepared",
+    "write_verdicts",
+]
+
 logger = logging.getLogger("otel_traj.sinks.store")
-
-SCHEMA_VERSION = 2
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS trajectories (
-    trace_id TEXT PRIMARY KEY,
-    agent TEXT NOT NULL,
-    service_name TEXT,
-    service_version TEXT,
-    conversation_id TEXT,
-    outcome TEXT NOT NULL,
-    score REAL NOT NULL,
-    policy_version TEXT,
-    complete INTEGER NOT NULL,
-    started_ns INTEGER NOT NULL,
-    ended_ns INTEGER NOT NULL,
-    graded_ns INTEGER NOT NULL,
-    verdict TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS trajectories_started ON trajectories (started_ns);
-CREATE INDEX IF NOT EXISTS trajectories_agent ON trajectories (agent, started_ns);
-CREATE INDEX IF NOT EXISTS trajectories_outcome ON trajectories (outcome, started_ns);
-CREATE TABLE IF NOT EXISTS failed_checks (
-    trace_id TEXT NOT NULL REFERENCES trajectories (trace_id) ON DELETE CASCADE,
-    position INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    status TEXT NOT NULL,
-    severity TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    steps TEXT NOT NULL,
-    PRIMARY KEY (trace_id, position)
-);
-CREATE INDEX IF NOT EXISTS failed_checks_name ON failed_checks (name);
-CREATE VIEW IF NOT EXISTS check_results (trace_id, position, name, status, severity, reason, steps) AS
-SELECT trajectories.trace_id, c.key, json_extract(c.value, '$.name'), json_extract(c.value, '$.status'),
-       json_extract(c.value, '$.severity'), json_extract(c.value, '$.reason'),
-       json_extract(c.value, '$.steps')
-FROM trajectories, json_each(trajectories.verdict, '$.checks') AS c;
-"""
-# From each older version to the next. Version 1 kept every check result as a row of the table
-# ``check_results``: its failed rows become ``failed_checks``, the view takes the name.
-_MIGRATIONS = {
-    1: """
-DROP INDEX check_results_failed;
-ALTER TABLE check_results RENAME TO failed_checks;
-DELETE FROM failed_checks WHERE status <> 'fail';
-""",
-}
 
 _COLUMNS = (
     "trace_id",
@@ -115,47 +78,14 @@ def _upsert(rows: int) -> str:
 # and grades, every re-take waits for the threads that hold it. The rows' values are bound as they
 # are (a batch as one JSON array, as the failed checks go, made SQLite parse them back and copy each
 # verdict's text twice more: 15% more of the store's time). A batch is cut into statements of these
-# sizes, largest first, so that five statements, each prepared once, take any batch.
+# sizes, largest first, so that a few statements, each prepared once, take any batch. Sizes that bind
+# more variables than the connection allows are left out: SQLite before 3.32 allows 999 by default,
+# and a build can lower it.
 _UPSERT_ROWS = (256, 64, 16, 4, 1)
 _UPSERTS = {rows: _upsert(rows) for rows in _UPSERT_ROWS}
 _FAILED_ROWS = "SELECT " + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(_CHECK_COLUMNS))
 _DELETE_FAILED = "DELETE FROM failed_checks WHERE trace_id IN (SELECT value FROM json_each(?))"
 _INSERT_FAILED = f"INSERT INTO failed_checks {_FAILED_ROWS} FROM json_each(?)"
-
-
-class StoreError(RuntimeError):
-    """The file is not a store this version can read."""
-
-
-def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
-    """Open (and for writers create or migrate) the store at ``path``."""
-    if readonly:
-        if not Path(path).exists():
-            raise StoreError(f"{path}: no such store")
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
-    else:
-        conn = sqlite3.connect(path, timeout=10.0, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        # NORMAL is durable across process crashes in WAL mode; only a power cut can lose the last
-        # commits, which a re-sent trace would grade again anyway.
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        conn.close()
-        raise StoreError(f"{path}: schema version {version} is newer than this otel-traj ({SCHEMA_VERSION})")
-    if not readonly and version < SCHEMA_VERSION:
-        # One transaction: a store is migrated whole or not at all.
-        # A new file (version 0) gets the schema only.
-        steps = [_MIGRATIONS[v] for v in range(version, SCHEMA_VERSION)] if version else []
-        try:
-            conn.executescript(
-                f"BEGIN; {''.join(steps)} {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
-            )
-        except sqlite3.Error:
-            conn.close()  # rolls the migration back
-            raise
-    return conn
 
 
 def _json_text(data: Any) -> str:
@@ -221,10 +151,12 @@ def write_prepared(conn: sqlite3.Connection, prepared: Sequence[Prepared]) -> No
     latest = list({row[0]: (row, failed) for row, failed in prepared}.values())
     rows = [row for row, _ in latest]
     failed_checks = [check for _, failed in latest for check in failed]
+    limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    sizes = [n for n in _UPSERT_ROWS if n == 1 or n * len(_COLUMNS) <= limit]
     with conn:
         start = 0
         while start < len(rows):
-            size = next(n for n in _UPSERT_ROWS if n <= len(rows) - start)
+            size = next(n for n in sizes if n <= len(rows) - start)
             conn.execute(_UPSERTS[size], [value for row in rows[start : start + size] for value in row])
             start += size
         # A trace graded again keeps none of its earlier failures.
@@ -238,54 +170,6 @@ def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> Non
     write_prepared(conn, [prepare(v) for v in verdicts])
 
 
-@dataclass(slots=True, frozen=True)
-class Query:
-    """Filters of ``read_verdicts``; ``since_ns`` compares with the run's start time; ``failed``: runs
-    in which the check of that name failed (``scope``, ``case.tool_selection``, ...)."""
-
-    since_ns: int | None = None
-    agent: str | None = None
-    outcome: str | None = None
-    failed: str | None = None
-    limit: int | None = None
-
-
-def _failed_table(conn: sqlite3.Connection) -> str:
-    """Where failed checks are rows: ``failed_checks``, or in a version-1 store (read-only
-    connections do not migrate) its table ``check_results``; both indexed by check name."""
-    found = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'failed_checks'").fetchone()
-    return "failed_checks" if found else "check_results"
-
-
-def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Iterator[dict[str, Any]]:
-    """Stored verdicts as ``verdict_to_dict`` shapes, oldest run first."""
-    query = query or Query()
-    where: list[str] = []
-    params: list[Any] = []
-    if query.since_ns is not None:
-        where.append("started_ns >= ?")
-        params.append(query.since_ns)
-    if query.agent is not None:
-        where.append("agent = ?")
-        params.append(query.agent)
-    if query.outcome is not None:
-        where.append("outcome = ?")
-        params.append(query.outcome)
-    if query.failed is not None:
-        table = _failed_table(conn)
-        where.append(f"trace_id IN (SELECT trace_id FROM {table} WHERE name = ? AND status = 'fail')")
-        params.append(query.failed)
-    sql = "SELECT verdict FROM trajectories"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY started_ns, trace_id"
-    if query.limit is not None:
-        sql += " LIMIT ?"
-        params.append(query.limit)
-    for (text,) in conn.execute(sql, params):
-        yield json.loads(text)
-
-
 _STOP = object()
 
 
@@ -293,39 +177,50 @@ class SqliteSink(Sink):
     """Persists every verdict in the SQLite store at ``path`` (created if missing).
 
     Args:
-        path: the database file.
-        max_queue: verdicts waiting for the writer; beyond it ``export`` waits (no verdict is dropped).
+        path: the database file; default ``OTEL_TRAJ_STORE``, else ``./otel-traj.db`` (where
+            ``otel-traj report`` reads).
+        max_queue: verdicts waiting for the writer; beyond it ``export`` waits (no verdict is dropped
+            before shutdown). Default ``OTEL_TRAJ_STORE_QUEUE``, else 10,000.
         batch_size: verdicts per transaction at most; a lone verdict is committed at once.
     """
 
-    def __init__(self, path: str | Path, max_queue: int = 10_000, batch_size: int = 500) -> None:
+    def __init__(
+        self, *, path: str | Path | None = None, max_queue: int | None = None, batch_size: int = 500
+    ) -> None:
         super().__init__()
+        if max_queue is None:
+            max_queue = env_int("OTEL_TRAJ_STORE_QUEUE", 10_000)
         if max_queue < 1 or batch_size < 1:
             raise ValueError(f"max_queue={max_queue}, batch_size={batch_size}: must be at least 1")
-        self.path = Path(path)
+        self.path = Path(path if path is not None else env_str("OTEL_TRAJ_STORE", None) or "otel-traj.db")
         self.max_queue = max_queue
         self.batch_size = batch_size
+        self.written = 0
+        self._closed = False
         # Opened here so that a bad path or a newer schema fails the constructor, not the thread.
         self._conn = connect(self.path)
-        self._start_writer()
-        self._closed = False
-        self.written = 0
+        self._new_queue()
+        self._thread = start_daemon(self._run, "otel-traj-sqlite")
         after_fork_in_child(self._restart_in_child)
 
-    def _start_writer(self) -> None:
+    def _new_queue(self) -> None:
         # Prepared verdicts, flush markers and the stop marker, in order. A deque and an event instead of a
         # ``queue.Queue``: its put and get are Python code taking a condition's lock each time (2.5 µs
-        # of the interpreter's time per verdict, measured); here the writer is woken once per burst.
+        # of the interpreter's time per verdict, measured); here the writer is woken once per burst, and
+        # the lock (taken directly, a C call) is waited on through ``_room`` only when the queue is full.
         self._pending: deque[Any] = deque()
         self._wake = threading.Event()
-        self._room = threading.Condition()
-        self._thread = start_daemon(self._run, "otel-traj-sqlite")
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
+        self._abandoned = False  # shutdown's deadline passed: the writer takes nothing more
 
     def _restart_in_child(self) -> None:
         """In a forked child: a connection, queue and writer of its own; what the parent queued is
-        the parent's to write, and its connection must not even be closed here."""
+        the parent's to write, and its connection must not even be closed here. The parent's locks
+        may have been held at the fork: they are replaced."""
         leave_to_parent(self._conn)
-        self._pending = deque()
+        self.stats.restart_in_child()
+        self._new_queue()
         if self._closed:
             return
         try:
@@ -334,12 +229,7 @@ class SqliteSink(Sink):
             logger.exception("the store %s cannot be opened in this forked process", self.path)
             self._closed = True
             return
-        self._start_writer()
-
-    def _enqueue(self, item: Any) -> None:
-        self._pending.append(item)
-        if not self._wake.is_set():
-            self._wake.set()
+        self._thread = start_daemon(self._run, "otel-traj-sqlite")
 
     def export(self, verdict: Verdict) -> None:
         if self._closed:
@@ -351,53 +241,97 @@ class SqliteSink(Sink):
             self.stats.count_sink_error(type(self).__name__)
             logger.exception("the verdict of trace %s cannot be stored", verdict.trajectory.trace_hex)
             return
-        if len(self._pending) >= self.max_queue:
-            with self._room:
-                # The writer notifies as it takes verdicts; the timeout re-checks that it still lives.
-                while len(self._pending) >= self.max_queue and self._thread.is_alive():
-                    self._room.wait(1.0)
-        self._enqueue(prepared)
+        with self._lock:
+            # Backpressure: the pipeline worker waits here until the writer takes verdicts; a shutdown
+            # (or a writer that is gone) ends the wait, and the verdict is dropped.
+            while len(self._pending) >= self.max_queue and not self._closed:
+                self._room.wait()
+            closed = self._closed
+            if not closed:
+                self._pending.append(prepared)
+        if closed:
+            self.stats.count_dropped("store_closed")
+        elif not self._wake.is_set():
+            self._wake.set()
+
+    def _take(self) -> list[Any]:
+        """The writer's next items, at most ``batch_size``; none once shutdown stopped waiting."""
+        with self._lock:
+            if self._abandoned:
+                return []
+            items = [self._pending.popleft() for _ in range(min(len(self._pending), self.batch_size))]
+            self._room.notify_all()
+        return items
 
     def _run(self) -> None:
-        pending = self._pending
-        with closing(self._conn):
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                while pending:
-                    items = [pending.popleft() for _ in range(min(len(pending), self.batch_size))]
-                    with self._room:
-                        self._room.notify_all()
-                    prepared = [i for i in items if isinstance(i, tuple)]
-                    if prepared:
-                        self._write(prepared)
-                    for i in items:
-                        if isinstance(i, threading.Event):
-                            i.set()
-                    if any(i is _STOP for i in items):
-                        return
+        try:
+            with closing(self._conn):
+                while not self._abandoned:
+                    self._wake.wait()
+                    self._wake.clear()
+                    while items := self._take():
+                        prepared = [i for i in items if isinstance(i, tuple)]
+                        if prepared:
+                            self._write(prepared)
+                        for i in items:
+                            if isinstance(i, threading.Event):
+                                i.set()
+                        if any(i is _STOP for i in items):
+                            return
+        finally:
+            with self._lock:
+                self._closed = True  # no exporter may wait for a writer that is gone
+                self._room.notify_all()
 
     def _write(self, prepared: list[Prepared]) -> None:
         """Commit ``prepared``, counting what fails; never raises (the thread must outlive any batch)."""
         try:
             write_prepared(self._conn, prepared)
         except Exception:
-            self.stats.count_sink_error(type(self).__name__, len(prepared))
+            if self._abandoned:
+                self.stats.count_dropped("store_shutdown", len(prepared))
+            else:
+                self.stats.count_sink_error(type(self).__name__, len(prepared))
             logger.exception("writing %d verdicts to %s failed", len(prepared), self.path)
         else:
             self.written += len(prepared)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Wait until every verdict exported so far is committed."""
-        if not self._thread.is_alive():
-            return True
+        """Wait until every verdict exported so far is committed; False if that takes longer than
+        ``timeout_millis``."""
         done = threading.Event()
-        self._enqueue(done)
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._pending.append(done)
+        if closed:  # nothing more will be queued: done when the writer is
+            self._thread.join(timeout_millis / 1000)
+            return not self._thread.is_alive()
+        self._wake.set()
         return done.wait(timeout_millis / 1000)
 
-    def shutdown(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._enqueue(_STOP)
-        self._thread.join()
+    def shutdown(self, timeout_millis: int = 30_000) -> None:
+        """Write what is queued, close the store, and return within ``timeout_millis`` whatever the
+        writer does. A writer still busy then (another connection holding a write transaction makes
+        it wait up to 10 s per batch) finishes its batch on its own; the verdicts it has not taken are
+        counted as dropped (``store_shutdown``)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pending.append(_STOP)
+            self._room.notify_all()
+        self._wake.set()
+        self._thread.join(timeout_millis / 1000)
+        with self._lock:
+            self._abandoned = True
+            left = sum(isinstance(i, tuple) for i in self._pending)
+            self._pending.clear()
+        if left:
+            self.stats.count_dropped("store_shutdown", left)
+            logger.warning(
+                "%d verdicts not written to %s: the store's shutdown took longer than %d ms",
+                left,
+                self.path,
+                timeout_millis,
+            )

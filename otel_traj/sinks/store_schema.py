@@ -1,0 +1,147 @@
+"""The store's file: its schema and migrations, opening it, and reading verdicts from it.
+
+Every check result is in the verdict JSON; ``check_results`` is a view that lists them as rows, and
+``failed_checks`` holds the failed ones as a table, indexed by check name, which is what ``report
+--failed`` reads. (Passes are most check results and nobody looks one up by name: as rows of a
+table with two indexes they took nearly half the store's write time.)
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 2
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trajectories (
+    trace_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    service_name TEXT,
+    service_version TEXT,
+    conversation_id TEXT,
+    outcome TEXT NOT NULL,
+    score REAL NOT NULL,
+    policy_version TEXT,
+    complete INTEGER NOT NULL,
+    started_ns INTEGER NOT NULL,
+    ended_ns INTEGER NOT NULL,
+    graded_ns INTEGER NOT NULL,
+    verdict TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trajectories_started ON trajectories (started_ns);
+CREATE INDEX IF NOT EXISTS trajectories_agent ON trajectories (agent, started_ns);
+CREATE INDEX IF NOT EXISTS trajectories_outcome ON trajectories (outcome, started_ns);
+CREATE TABLE IF NOT EXISTS failed_checks (
+    trace_id TEXT NOT NULL REFERENCES trajectories (trace_id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    steps TEXT NOT NULL,
+    PRIMARY KEY (trace_id, position)
+);
+CREATE INDEX IF NOT EXISTS failed_checks_name ON failed_checks (name);
+CREATE VIEW IF NOT EXISTS check_results (trace_id, position, name, status, severity, reason, steps) AS
+SELECT trajectories.trace_id, c.key, json_extract(c.value, '$.name'), json_extract(c.value, '$.status'),
+       json_extract(c.value, '$.severity'), json_extract(c.value, '$.reason'),
+       json_extract(c.value, '$.steps')
+FROM trajectories, json_each(trajectories.verdict, '$.checks') AS c;
+"""
+# From each older version to the next. Version 1 kept every check result as a row of the table
+# ``check_results``: its failed rows become ``failed_checks``, the view takes the name.
+_MIGRATIONS = {
+    1: """
+DROP INDEX check_results_failed;
+ALTER TABLE check_results RENAME TO failed_checks;
+DELETE FROM failed_checks WHERE status <> 'fail';
+""",
+}
+
+
+class StoreError(RuntimeError):
+    """The file is not a store this version can read."""
+
+
+def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
+    """Open (and for writers create or migrate) the store at ``path``."""
+    if readonly:
+        if not Path(path).exists():
+            raise StoreError(f"{path}: no such store")
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
+    else:
+        conn = sqlite3.connect(path, timeout=10.0, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # NORMAL is durable across process crashes in WAL mode; only a power cut can lose the last
+        # commits, which a re-sent trace would grade again anyway.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        conn.close()
+        raise StoreError(f"{path}: schema version {version} is newer than this otel-traj ({SCHEMA_VERSION})")
+    if not readonly and version < SCHEMA_VERSION:
+        # One transaction: a store is migrated whole or not at all.
+        # A new file (version 0) gets the schema only.
+        steps = [_MIGRATIONS[v] for v in range(version, SCHEMA_VERSION)] if version else []
+        try:
+            conn.executescript(
+                f"BEGIN; {''.join(steps)} {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+            )
+        except sqlite3.Error:
+            conn.close()  # rolls the migration back
+            raise
+    return conn
+
+
+@dataclass(slots=True, frozen=True)
+class Query:
+    """Filters of ``read_verdicts``; ``since_ns`` compares with the run's start time; ``failed``: runs
+    in which the check of that name failed (``scope``, ``case.tool_selection``, ...)."""
+
+    since_ns: int | None = None
+    agent: str | None = None
+    outcome: str | None = None
+    failed: str | None = None
+    limit: int | None = None
+
+
+def _failed_table(conn: sqlite3.Connection) -> str:
+    """Where failed checks are rows: ``failed_checks``, or in a version-1 store (read-only
+    connections do not migrate) its table ``check_results``; both indexed by check name."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'failed_checks'").fetchone()
+    return "failed_checks" if found else "check_results"
+
+
+def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Iterator[dict[str, Any]]:
+    """Stored verdicts as ``verdict_to_dict`` shapes, oldest run first."""
+    query = query or Query()
+    where: list[str] = []
+    params: list[Any] = []
+    if query.since_ns is not None:
+        where.append("started_ns >= ?")
+        params.append(query.since_ns)
+    if query.agent is not None:
+        where.append("agent = ?")
+        params.append(query.agent)
+    if query.outcome is not None:
+        where.append("outcome = ?")
+        params.append(query.outcome)
+    if query.failed is not None:
+        table = _failed_table(conn)
+        where.append(f"trace_id IN (SELECT trace_id FROM {table} WHERE name = ? AND status = 'fail')")
+        params.append(query.failed)
+    sql = "SELECT verdict FROM trajectories"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY started_ns, trace_id"
+    if query.limit is not None:
+        sql += " LIMIT ?"
+        params.append(query.limit)
+    for (text,) in conn.execute(sql, params):
+        yield json.loads(text)
