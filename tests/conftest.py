@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_serve import Served
+from tests.serve_helpers import Served
 
 
 @pytest.fixture

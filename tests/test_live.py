@@ -4,8 +4,9 @@ already complete gets its full verdict instead, without a live repeat."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Iterator
 
+import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -14,8 +15,7 @@ from otel_traj.config import AssemblerConfig
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.verdict import Verdict
-
-POLICY = Path(__file__).resolve().parent.parent / "examples" / "policies" / "support_agent.yaml"
+from tests.live_helpers import AGENT, POLICY, tool
 
 
 class Recording(Sink):
@@ -31,26 +31,22 @@ class Recording(Sink):
         self.live.append(violation)
 
 
-def setup() -> tuple[TrajectoryProcessor, Recording, trace.Tracer]:
+Setup = tuple[TrajectoryProcessor, Recording, trace.Tracer]
+
+
+@pytest.fixture
+def live() -> Iterator[Setup]:
+    """A processor with a long grace period (only ``force_flush`` grades a run), its sink, a tracer."""
     sink = Recording()
     processor = TrajectoryProcessor(
         policy=POLICY, sinks=[sink], config=AssemblerConfig(grace_s=60, ttl_s=600)
     )
     provider = TracerProvider(resource=Resource.create({"service.name": "support_agent"}))
     provider.add_span_processor(processor)
-    return processor, sink, provider.get_tracer("test")
-
-
-def tool(tracer: trace.Tracer, name: str, customer_id: str) -> None:
-    with tracer.start_as_current_span(
-        f"execute_tool {name}",
-        attributes={
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.arguments": json.dumps({"customer_id": customer_id}),
-        },
-    ):
-        pass
+    try:
+        yield processor, sink, provider.get_tracer("test")
+    finally:
+        provider.shutdown()
 
 
 def other_customers_invoices(tracer: trace.Tracer) -> None:
@@ -58,9 +54,6 @@ def other_customers_invoices(tracer: trace.Tracer) -> None:
     subject (C023), the second reads another customer's invoices."""
     tool(tracer, "get_subscription", "C023")
     tool(tracer, "list_invoices", "C028")
-
-
-AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_agent"}
 
 
 def chat(tracer: trace.Tracer, user: str) -> None:
@@ -76,8 +69,8 @@ def chat(tracer: trace.Tracer, user: str) -> None:
         pass
 
 
-def test_a_run_in_progress_pages_on_its_first_out_of_scope_call() -> None:
-    processor, sink, tracer = setup()
+def test_a_run_in_progress_pages_on_its_first_out_of_scope_call(live: Setup) -> None:
+    processor, sink, tracer = live
     with tracer.start_as_current_span(
         "invoke_agent support_agent", attributes={**AGENT, "app.customer_id": "C023"}
     ):
@@ -93,8 +86,8 @@ def test_a_run_in_progress_pages_on_its_first_out_of_scope_call() -> None:
     assert len(sink.live) == 1
 
 
-def test_a_run_that_is_already_complete_gets_its_verdict_without_a_live_repeat() -> None:
-    processor, sink, tracer = setup()
+def test_a_run_that_is_already_complete_gets_its_verdict_without_a_live_repeat(live: Setup) -> None:
+    processor, sink, tracer = live
     # The worker sees the run only once it has ended: it is complete and waits out the grace.
     with (
         processor.pipeline._work_lock,
@@ -113,8 +106,8 @@ def test_a_run_that_is_already_complete_gets_its_verdict_without_a_live_repeat()
     assert sink.live == []
 
 
-def test_the_user_message_names_the_subject_before_the_agent_span_ends() -> None:
-    processor, sink, tracer = setup()
+def test_the_user_message_names_the_subject_before_the_agent_span_ends(live: Setup) -> None:
+    processor, sink, tracer = live
     with tracer.start_as_current_span("invoke_agent support_agent", attributes=AGENT):
         chat(tracer, "Customer C023 here. I was charged twice for INV-1002.")
         # The very first lookup is another customer's: first use alone would pin C028.
@@ -135,8 +128,8 @@ class Exploding:
         raise RuntimeError("a live check that fails")
 
 
-def test_a_failing_live_check_loses_no_finished_run() -> None:
-    processor, sink, tracer = setup()
+def test_a_failing_live_check_loses_no_finished_run(live: Setup) -> None:
+    processor, sink, tracer = live
     processor.pipeline._live = lambda context: Exploding()  # type: ignore[assignment,return-value]
     with tracer.start_as_current_span("invoke_agent support_agent", attributes=AGENT):
         tool(tracer, "get_subscription", "C023")

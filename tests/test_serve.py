@@ -7,16 +7,9 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -29,178 +22,25 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_traj.adapters.otlp_proto import parse_request
-from otel_traj.sinks.store import connect, read_verdicts
-from tests.semconv_agent import Run, clean_refund, emit
+from tests.semconv_agent import emit
+from tests.serve_helpers import (
+    FIXTURES,
+    POLICY,
+    Served,
+    cli,
+    provider,
+    refund_for,
+    trace_ids_of,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "real"
-POLICY = ROOT / "examples" / "policies" / "support_agent.yaml"
-STARTED = re.compile(r"grpc=\S+:(\d+) http=\S+:(\d+) metrics=\S+:(\d+)")
-EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-# What faulthandler writes for each thread when serve gets SIGUSR1.
-STACK_DUMP = "(most recent call first)"
 FRAMEWORKS = sorted(p.name for p in FIXTURES.iterdir() if (p / "clean.otlp.pb").exists())
-
-
-def cli_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LANGFUSE_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "otel_traj.cli", *args],
-        cwd=ROOT,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    """Poll another process's observable state (its store, its /metrics) until ``condition``."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-class Served:
-    """One ``otel-traj serve`` process on free ports, its store in ``directory``."""
-
-    def __init__(self, directory: Path, *args: str, store: Path | None = None) -> None:
-        self.store = store or directory / "verdicts.db"
-        self.log = directory / f"serve-{time.monotonic_ns()}.log"
-        with self.log.open("w") as log:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "otel_traj.cli",
-                    "serve",
-                    "--grpc-port",
-                    "0",
-                    "--http-port",
-                    "0",
-                    "--metrics-port",
-                    "0",
-                    "--store",
-                    str(self.store),
-                    "--grace",
-                    "0.05",
-                    *args,
-                ],
-                cwd=ROOT,
-                env=cli_env(),
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-            )
-        assert self.proc.stdout is not None
-        self.started = line = self.proc.stdout.readline()
-        match = STARTED.search(line)
-        if match is None:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(f"serve did not start: {line!r}\n{self.log.read_text()}")
-        self.grpc_port, self.http_port, self.metrics_port = (int(g) for g in match.groups())
-        self.grpc_target = f"127.0.0.1:{self.grpc_port}"
-        self.http_url = f"http://127.0.0.1:{self.http_port}/v1/traces"
-
-    def signal(self, sig: signal.Signals) -> None:
-        self.proc.send_signal(sig)
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            # Stuck: have it write every thread's stack to its log, then fail with the log.
-            self.proc.send_signal(signal.SIGUSR1)
-            with suppress(AssertionError):
-                wait_for(lambda: STACK_DUMP in self.log.read_text(), timeout=5, what="a stack dump")
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError(
-                f"serve did not exit within 60 s of SIGTERM:\n{self.log.read_text()}"
-            ) from None
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
-        return code
-
-    def verdicts(self) -> dict[str, dict[str, Any]]:
-        if not self.store.exists():
-            return {}
-        conn = connect(self.store, readonly=True)
-        try:
-            return {v["trace_id"]: v for v in read_verdicts(conn)}
-        finally:
-            conn.close()
-
-    def wait_verdicts(self, trace_ids: set[str]) -> dict[str, dict[str, Any]]:
-        wait_for(lambda: trace_ids <= set(self.verdicts()), what=f"verdicts for {sorted(trace_ids)}")
-        return self.verdicts()
-
-    def metrics(self) -> str:
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            return str(reply.read().decode())
-
-    def metric(self, name: str, **labels: str) -> float:
-        selector = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-        pattern = re.compile(rf"^{re.escape(name)}(?:\{{{re.escape(selector)}\}})? (\S+)$", re.M)
-        match = pattern.search(self.metrics())
-        return float(match.group(1)) if match else 0.0
-
-    def export_raw(
-        self, data: bytes, metadata: tuple[tuple[str, str], ...] = ()
-    ) -> ExportTraceServiceResponse:
-        return export_raw(self.grpc_target, data, metadata)
-
-    def post(
-        self, body: bytes, content_type: str = "application/x-protobuf", headers: dict[str, str] | None = None
-    ) -> tuple[int, dict[str, str], bytes]:
-        return post(self.http_url, body, content_type, headers)
-
-
-def export_raw(
-    target: str, data: bytes, metadata: tuple[tuple[str, str], ...] = ()
-) -> ExportTraceServiceResponse:
-    """One ``TraceService/Export`` call with ``data`` as the request bytes, as sent."""
-    with grpc.insecure_channel(target) as channel:
-        call = channel.unary_unary(
-            EXPORT, request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString
-        )
-        return call(data, metadata=metadata, timeout=10)
-
-
-def post(
-    url: str, body: bytes, content_type: str = "application/x-protobuf", headers: dict[str, str] | None = None
-) -> tuple[int, dict[str, str], bytes]:
-    """``(status, headers, body)`` of one OTLP/HTTP POST, error statuses included."""
-    request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": content_type, **(headers or {})}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            return reply.status, dict(reply.headers), reply.read()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
 
 
 def fixture_paths(ext: str) -> list[Path]:
@@ -218,13 +58,6 @@ def report(store: Path, *args: str) -> list[dict[str, Any]]:
     assert result.returncode == 0, result.stderr
     trajectories: list[dict[str, Any]] = json.loads(result.stdout)["trajectories"]
     return trajectories
-
-
-def trace_ids_of(data: bytes) -> set[str]:
-    request = parse_request(data)
-    return {
-        span.trace_id.hex() for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans
-    }
 
 
 # -- real framework fixtures: stored verdicts == offline verdicts --------------------------------------
@@ -255,7 +88,6 @@ def test_fixture_verdicts_equal_offline_grade(served: Callable[..., Served], tra
             status, reply_headers, _ = server.post(body, kind, headers)
             assert status == 200
             assert reply_headers["content-type"] == kind
-    server.wait_verdicts(expected_ids)
     assert server.stop() == 0
     stored = {v["trace_id"]: v for v in report(server.store)}
     assert set(stored) == expected_ids
@@ -270,7 +102,6 @@ def test_report_filters_by_outcome_and_time(served: Callable[..., Served]) -> No
     clean = (FIXTURES / "openai_v2" / "clean.otlp.pb").read_bytes()
     server.export_raw(data)
     server.export_raw(clean)
-    server.wait_verdicts(trace_ids_of(data) | trace_ids_of(clean))
     assert server.stop() == 0
     unsafe = report(server.store, "--outcome", "unsafe", "--since", "2000-01-01", "--agent", "support_agent")
     assert [v["trace_id"] for v in unsafe] == sorted(trace_ids_of(data))
@@ -283,13 +114,6 @@ def test_report_filters_by_outcome_and_time(served: Callable[..., Served]) -> No
 
 
 # -- spans of one trace from two processes ---------------------------------------------------------
-
-
-def provider(service: str) -> tuple[TracerProvider, InMemorySpanExporter]:
-    tp = TracerProvider(resource=Resource.create({"service.name": service}))
-    memory = InMemorySpanExporter()
-    tp.add_span_processor(SimpleSpanProcessor(memory))
-    return tp, memory
 
 
 def test_spans_from_two_processes_make_one_trajectory(served: Callable[..., Served]) -> None:
@@ -322,30 +146,23 @@ def test_spans_from_two_processes_make_one_trajectory(served: Callable[..., Serv
         },
     )
     tool.end()
-    tp_b.force_flush()
     trace_hex = f"{ctx.trace_id:032x}"
-    wait_for(lambda: server.metric("otel_traj_spans_total", result="accepted") >= 1, what="the tool span")
+    # The export returned: the receiver counts spans before it answers.
+    assert server.metric("otel_traj_spans_total", result="accepted") == 1
     assert trace_hex not in server.verdicts()  # no root yet: not graded on its own
     root.end()
-    tp_a.force_flush()
-    verdict = server.wait_verdicts({trace_hex})[trace_hex]
     tp_a.shutdown()
     tp_b.shutdown()
     assert server.stop() == 0
+    verdicts = server.verdicts()
+    assert list(verdicts) == [trace_hex]
+    verdict = verdicts[trace_hex]
     assert verdict["agent"] == "support_agent"
     assert verdict["complete"] is True
     assert [c["name"] for c in verdict["tool_calls"]] == ["list_invoices"]
-    assert len(server.verdicts()) == 1
 
 
 # -- the SDK's own exporters, checked against the offline path of the very same spans -----------------
-
-
-def refund_for(customer: str) -> Run:
-    """The clean refund run, on behalf of ``customer`` (C023's data is used: C028 breaks scope)."""
-    run = clean_refund(f"conv-{customer}")
-    run.root_attributes = {"app.customer_id": customer}
-    return run
 
 
 @pytest.mark.parametrize("transport", ["grpc", "grpc-gzip", "http", "http-gzip"])
@@ -363,13 +180,13 @@ def test_sdk_exporters_against_offline(served: Callable[..., Served], tmp_path: 
     tp.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = tp.get_tracer("agent")
     ids = {f"{emit(tracer, refund_for(customer)):032x}" for customer in ("C023", "C028")}
-    tp.force_flush()
-    server.wait_verdicts(ids)
     tp.shutdown()
     assert server.stop() == 0
     spans_file = tmp_path / "spans.otlp.pb"
     spans_file.write_bytes(encode_spans(memory.get_finished_spans()).SerializeToString())
-    assert {v["trace_id"]: v for v in report(server.store)} == offline([spans_file])
+    stored = {v["trace_id"]: v for v in report(server.store)}
+    assert set(stored) == ids
+    assert stored == offline([spans_file])
 
 
 # -- request errors ----------------------------------------------------------------------------------

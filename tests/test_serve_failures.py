@@ -14,7 +14,7 @@ from otel_traj.config import AssemblerConfig
 from otel_traj.serve import ServeSettings, Service
 from otel_traj.serve.ingest import INTERNAL_ERROR
 from otel_traj.verdict import Verdict
-from tests.test_serve import FIXTURES, POLICY, export_raw, post
+from tests.serve_helpers import FIXTURES, POLICY, export_raw, post
 
 RUN = FIXTURES / "pydantic_ai" / "clean.otlp.pb"
 
@@ -32,16 +32,16 @@ def test_a_request_failing_inside_is_an_internal_error_and_the_service_goes_on(
         auth_token=None,
         assembler=AssemblerConfig(grace_s=0.0),
     )
-    service = Service(settings)
     verdicts: list[Verdict] = []
-    service.pipeline.add_callback(verdicts.append)
-    ports = service.start()
     body = RUN.read_bytes()
 
     def broken(batch: object) -> None:
         raise RuntimeError("a bug in admission")
 
+    service = Service(settings)
     try:
+        service.pipeline.add_callback(verdicts.append)
+        ports = service.start()
         monkeypatch.setattr(service.ingest, "accept", broken)
         grpc_target = f"127.0.0.1:{ports.grpc}"
         with pytest.raises(grpc.RpcError) as raised:

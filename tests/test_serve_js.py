@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.test_serve import POLICY, ROOT, Served
+from tests.serve_helpers import POLICY, ROOT, Served
 
 PROJECT = ROOT / "tests" / "otlp_js"
 
@@ -30,7 +30,10 @@ def test_javascript_sdk_exporters_work_unchanged(served: Callable[..., Served], 
     )
     assert run.returncode == 0, run.stderr
     trace_id = run.stdout.strip()
-    verdict = server.wait_verdicts({trace_id})[trace_id]
+    assert server.stop() == 0
+    verdicts = server.verdicts()
+    assert list(verdicts) == [trace_id]
+    verdict = verdicts[trace_id]
 
     assert (verdict["service_name"], verdict["service_version"]) == ("js-support-agent", "3.0.0")
     assert (verdict["agent"], verdict["conversation_id"]) == ("support_agent", f"conv-js-{protocol}")
@@ -44,4 +47,3 @@ def test_javascript_sdk_exporters_work_unchanged(served: Callable[..., Served], 
     scope = next(c for c in verdict["checks"] if c["name"] == "scope")
     assert scope["reason"] == "list_invoices used customer_id=C028, subject is C023"
     assert verdict["outcome"] == "unsafe"
-    assert server.stop() == 0
