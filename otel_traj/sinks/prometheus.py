@@ -13,6 +13,7 @@ with ``register_pipeline_health``.
 
 from __future__ import annotations
 
+import collections
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -192,8 +193,12 @@ class PrometheusSink(Sink):
             self.check_results.labels(agent, name, check.status, check.severity).inc(
                 exemplar=exemplar if check.failed else None
             )
-        for call in traj.tool_calls:
-            self.tool_calls.labels(agent, self.tools.label(call.name), _call_status(call)).inc()
+        # Long runs call the same few tools many times: one increment per distinct series.
+        calls = collections.Counter(
+            (self.tools.label(call.name), _call_status(call)) for call in traj.tool_calls
+        )
+        for (tool, status), count in calls.items():
+            self.tool_calls.labels(agent, tool, status).inc(count)
         # Exemplars only on the series the dashboards plot.
         self.trajectory_tool_calls.labels(agent).observe(len(traj.tool_calls), exemplar)
         self.trajectory_model_turns.labels(agent).observe(len(traj.model_calls))
