@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.serve_helpers import Served
+
+# Threads that a pipeline, its sinks or the service start, and join when they are shut down.
+OWN_THREADS = ("otel-traj-worker", "otel-traj-sqlite", "otel-traj-langfuse", "otel-traj-http")
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running() -> Iterator[None]:
+    """Fails a test that leaves a pipeline, sink or service of its own running (one made by a fixture
+    of a wider scope was there before the test, and is that fixture's to shut down)."""
+    before = set(threading.enumerate())
+    yield
+    left = [t for t in threading.enumerate() if t not in before and t.name in OWN_THREADS]
+    for thread in left:
+        # A shutdown joins these threads before it returns; this only covers one still returning.
+        thread.join(timeout=1.0)
+    alive = sorted(t.name for t in left if t.is_alive())
+    assert not alive, f"still running after the test: {alive} (shut down what the test starts)"
 
 
 @pytest.fixture

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -50,8 +52,40 @@ class Harness:
         return self.verdicts
 
 
-def test_clean_run_is_rebuilt_exactly() -> None:
-    h = Harness()
+MakeHarness = Callable[..., Harness]
+MakePipeline = Callable[..., Pipeline]
+
+
+@pytest.fixture
+def harness() -> Iterator[MakeHarness]:
+    """``harness(config, sampler)`` makes a Harness; each is shut down after the test."""
+    made: list[Harness] = []
+
+    def make(config: AssemblerConfig | None = None, sampler: Any = None) -> Harness:
+        made.append(Harness(config, sampler))
+        return made[-1]
+
+    yield make
+    for h in made:
+        h.provider.shutdown()
+
+
+@pytest.fixture
+def make_pipeline() -> Iterator[MakePipeline]:
+    """``make_pipeline(**arguments)`` makes a Pipeline; each is shut down after the test."""
+    made: list[Pipeline] = []
+
+    def make(**kwargs: Any) -> Pipeline:
+        made.append(Pipeline(**kwargs))
+        return made[-1]
+
+    yield make
+    for pipeline in made:
+        pipeline.shutdown()
+
+
+def test_clean_run_is_rebuilt_exactly(harness: MakeHarness) -> None:
+    h = harness()
     trace_id = emit(h.tracer, clean_refund())
     [verdict] = h.flush()
     t = verdict.trajectory
@@ -81,8 +115,8 @@ def test_clean_run_is_rebuilt_exactly() -> None:
     assert t.complete
 
 
-def test_in_process_equals_offline_on_the_exported_spans() -> None:
-    h = Harness()
+def test_in_process_equals_offline_on_the_exported_spans(harness: MakeHarness) -> None:
+    h = harness()
     emit(h.tracer, clean_refund())
     [verdict] = h.flush()
     views = views_from_bytes(encode_spans(h.exporter.get_finished_spans()).SerializeToString())
@@ -90,8 +124,8 @@ def test_in_process_equals_offline_on_the_exported_spans() -> None:
     assert trajectory_to_dict(offline) == trajectory_to_dict(verdict.trajectory)
 
 
-def test_non_genai_traces_are_ignored_and_counted() -> None:
-    h = Harness()
+def test_non_genai_traces_are_ignored_and_counted(harness: MakeHarness) -> None:
+    h = harness()
     with (
         h.tracer.start_as_current_span("GET /health", attributes={"http.method": "GET"}),
         h.tracer.start_as_current_span("SELECT users", attributes={"db.system": "sqlite"}),
@@ -102,8 +136,8 @@ def test_non_genai_traces_are_ignored_and_counted() -> None:
     assert h.processor.pipeline.assembler.in_flight == 0
 
 
-def test_trace_waits_for_open_spans_then_completes() -> None:
-    h = Harness()
+def test_trace_waits_for_open_spans_then_completes(harness: MakeHarness) -> None:
+    h = harness()
     root = h.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
     ctx = set_span_in_context(root)
     straggler = h.tracer.start_span("background work", context=ctx)
@@ -121,8 +155,8 @@ def test_trace_waits_for_open_spans_then_completes() -> None:
     assert verdict.trajectory.complete
 
 
-def test_root_that_never_ends_expires_as_incomplete() -> None:
-    h = Harness(AssemblerConfig(grace_s=0, ttl_s=0))
+def test_root_that_never_ends_expires_as_incomplete(harness: MakeHarness) -> None:
+    h = harness(AssemblerConfig(grace_s=0, ttl_s=0))
     root = h.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
     ctx = set_span_in_context(root)
     h.tracer.start_span(
@@ -138,8 +172,8 @@ def test_root_that_never_ends_expires_as_incomplete() -> None:
     assert h.processor.stats.spans["late"] == 1, "a span after the verdict is counted as late"
 
 
-def test_shutdown_grades_unfinished_traces_as_incomplete() -> None:
-    h = Harness()
+def test_shutdown_grades_unfinished_traces_as_incomplete(harness: MakeHarness) -> None:
+    h = harness()
     root = h.tracer.start_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"})
     h.tracer.start_span(
         "execute_tool t",
@@ -151,8 +185,8 @@ def test_shutdown_grades_unfinished_traces_as_incomplete() -> None:
     assert not verdict.trajectory.complete
 
 
-def test_remote_parent_makes_a_local_root() -> None:
-    h = Harness()
+def test_remote_parent_makes_a_local_root(harness: MakeHarness) -> None:
+    h = harness()
     remote = SpanContext(trace_id=0xABC, span_id=0xDEF, is_remote=True, trace_flags=TraceFlags(1))
     ctx = set_span_in_context(NonRecordingSpan(remote))
     emit_ctx_root = h.tracer.start_span("handle", context=ctx)
@@ -167,8 +201,8 @@ def test_remote_parent_makes_a_local_root() -> None:
     assert verdict.trajectory.root_span_id == emit_ctx_root.get_span_context().span_id
 
 
-def test_step_cap_drops_and_counts() -> None:
-    h = Harness(AssemblerConfig(grace_s=60, ttl_s=600, max_steps=3))
+def test_step_cap_drops_and_counts(harness: MakeHarness) -> None:
+    h = harness(AssemblerConfig(grace_s=60, ttl_s=600, max_steps=3))
     run = Run(
         user="hi", turns=[Turn(calls=[Call("lookup", {"q": i}, i)]) for i in range(3)] + [Turn(text="done")]
     )
@@ -183,8 +217,8 @@ def test_step_cap_drops_and_counts() -> None:
     assert h.processor.stats.dropped["max_steps"] == 5
 
 
-def test_trace_cap_evicts_oldest_as_incomplete() -> None:
-    h = Harness(AssemblerConfig(grace_s=60, ttl_s=600, max_traces=2))
+def test_trace_cap_evicts_oldest_as_incomplete(harness: MakeHarness) -> None:
+    h = harness(AssemblerConfig(grace_s=60, ttl_s=600, max_traces=2))
     roots = []
     for i in range(3):
         root = h.tracer.start_span(f"invoke_agent a{i}", attributes={"gen_ai.operation.name": "invoke_agent"})
@@ -201,16 +235,16 @@ def test_trace_cap_evicts_oldest_as_incomplete() -> None:
     assert h.processor.pipeline.assembler.in_flight == 2
 
 
-def test_record_all_sampler_grades_every_run_and_exports_a_sample() -> None:
-    h = Harness(sampler=RecordAllSampler(0.0))
+def test_record_all_sampler_grades_every_run_and_exports_a_sample(harness: MakeHarness) -> None:
+    h = harness(sampler=RecordAllSampler(0.0))
     for i in range(5):
         emit(h.tracer, clean_refund(f"conv-{i}"))
     assert len(h.flush()) == 5
     assert h.exporter.get_finished_spans() == ()
 
 
-def test_concurrent_runs_from_threads_are_kept_apart() -> None:
-    h = Harness()
+def test_concurrent_runs_from_threads_are_kept_apart(harness: MakeHarness) -> None:
+    h = harness()
 
     def worker(i: int) -> None:
         for j in range(10):
@@ -227,8 +261,8 @@ def test_concurrent_runs_from_threads_are_kept_apart() -> None:
     assert len({v.trajectory.conversation_id for v in verdicts}) == 40
 
 
-def test_backlog_cap_drops_and_counts_instead_of_growing() -> None:
-    h = Harness(AssemblerConfig(grace_s=60, ttl_s=600, max_backlog=0))
+def test_backlog_cap_drops_and_counts_instead_of_growing(harness: MakeHarness) -> None:
+    h = harness(AssemblerConfig(grace_s=60, ttl_s=600, max_backlog=0))
     emit(h.tracer, clean_refund())
     assert h.flush() == []
     # 4 model calls, 4 tool calls and the agent span: every candidate span was refused and counted.
@@ -236,8 +270,8 @@ def test_backlog_cap_drops_and_counts_instead_of_growing() -> None:
     assert h.processor.pipeline.assembler.in_flight == 0
 
 
-def test_spans_past_the_early_wake_mark_are_queued_not_dropped() -> None:
-    h = Harness(AssemblerConfig(grace_s=0, ttl_s=600))
+def test_spans_past_the_early_wake_mark_are_queued_not_dropped(harness: MakeHarness) -> None:
+    h = harness(AssemblerConfig(grace_s=0, ttl_s=600))
     runs = 30
     # Hold the worker off so that every span of the runs waits in the queue.
     with h.processor.pipeline._work_lock:
@@ -249,8 +283,8 @@ def test_spans_past_the_early_wake_mark_are_queued_not_dropped() -> None:
     assert "backlog" not in h.processor.stats.dropped
 
 
-def test_an_unreadable_span_is_counted_and_does_not_hold_its_trace_open() -> None:
-    h = Harness(AssemblerConfig(grace_s=0, ttl_s=600))
+def test_an_unreadable_span_is_counted_and_does_not_hold_its_trace_open(harness: MakeHarness) -> None:
+    h = harness(AssemblerConfig(grace_s=0, ttl_s=600))
     agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support_agent"}
     with h.tracer.start_as_current_span("invoke_agent support_agent", attributes=agent) as root:
         child = h.tracer.start_span("lookup")
@@ -286,14 +320,14 @@ def _tool_span(trace_id: int) -> SpanRecord:
     )
 
 
-def test_a_run_that_fails_to_grade_does_not_drop_the_others() -> None:
+def test_a_run_that_fails_to_grade_does_not_drop_the_others(make_pipeline: MakePipeline) -> None:
     def grade(trajectory: Trajectory) -> Verdict:
         if trajectory.trace_id == 1:
             raise RuntimeError("broken policy code")
         return ungraded(trajectory)
 
     verdicts: list[Verdict] = []
-    pipeline = Pipeline(grade=grade, callbacks=[verdicts.append], config=AssemblerConfig(grace_s=60))
+    pipeline = make_pipeline(grade=grade, callbacks=[verdicts.append], config=AssemblerConfig(grace_s=60))
     records = [_tool_span(trace_id) for trace_id in (1, 2, 3)]
     pipeline.assembler.add_all(records)
     assert pipeline.process(flush=True) == 3
@@ -302,7 +336,7 @@ def test_a_run_that_fails_to_grade_does_not_drop_the_others() -> None:
     assert pipeline.stats.internal_errors == 1
 
 
-def test_runs_are_graded_together_and_one_by_one_only_when_that_fails() -> None:
+def test_runs_are_graded_together_and_one_by_one_only_when_that_fails(make_pipeline: MakePipeline) -> None:
     batches: list[list[int]] = []
 
     def grade(trajectory: Trajectory) -> Verdict:
@@ -315,7 +349,7 @@ def test_runs_are_graded_together_and_one_by_one_only_when_that_fails() -> None:
         return [grade(t) for t in trajectories]
 
     verdicts: list[Verdict] = []
-    pipeline = Pipeline(
+    pipeline = make_pipeline(
         grade=grade, grade_all=grade_all, callbacks=[verdicts.append], config=AssemblerConfig(grace_s=60)
     )
     for trace_ids in ((2, 3), (1, 4, 5)):
@@ -328,7 +362,7 @@ def test_runs_are_graded_together_and_one_by_one_only_when_that_fails() -> None:
     assert pipeline.stats.internal_errors == 1
 
 
-def test_callbacks_see_verdicts_every_sink_already_has() -> None:
+def test_callbacks_see_verdicts_every_sink_already_has(make_pipeline: MakePipeline) -> None:
     class Recording(Sink):
         def __init__(self) -> None:
             super().__init__()
@@ -339,7 +373,7 @@ def test_callbacks_see_verdicts_every_sink_already_has() -> None:
 
     sinks = [Recording(), Recording()]
     seen: list[tuple[int, list[int], list[int]]] = []
-    pipeline = Pipeline(
+    pipeline = make_pipeline(
         sinks=sinks,
         callbacks=[lambda v: seen.append((v.trajectory.trace_id, *(list(s.exported) for s in sinks)))],
         config=AssemblerConfig(grace_s=60),
@@ -350,8 +384,8 @@ def test_callbacks_see_verdicts_every_sink_already_has() -> None:
     assert seen == [(1, [1, 2], [1, 2]), (2, [1, 2], [1, 2])]
 
 
-def test_the_worker_of_an_idle_process_sleeps_longer_than_its_tick() -> None:
-    h = Harness(AssemblerConfig(grace_s=60, ttl_s=600))
+def test_the_worker_of_an_idle_process_sleeps_longer_than_its_tick(harness: MakeHarness) -> None:
+    h = harness(AssemblerConfig(grace_s=60, ttl_s=600))
     pipeline = h.processor.pipeline
     assert pipeline.next_wait() == 0.25
     span = h.tracer.start_span("GET /orders")
@@ -364,10 +398,10 @@ def test_the_worker_of_an_idle_process_sleeps_longer_than_its_tick() -> None:
     assert pipeline.next_wait() == 0.25
 
 
-def test_the_receiver_wakes_an_idle_worker() -> None:
+def test_the_receiver_wakes_an_idle_worker(make_pipeline: MakePipeline) -> None:
     # A worker that, idle, would sleep an hour: only the receiver's wake gets the run graded.
     graded = threading.Event()
-    pipeline = Pipeline(
+    pipeline = make_pipeline(
         callbacks=[lambda verdict: graded.set()], config=AssemblerConfig(grace_s=0), idle_tick_s=3600
     )
     assert pipeline.next_wait() == 3600

@@ -87,27 +87,29 @@ def test_malformed_attributes_never_raise_out_of_on_end(
     processor = TrajectoryProcessor(on_verdict=verdicts.append, config=AssemblerConfig(grace_s=0))
     provider = TracerProvider()
     provider.add_span_processor(processor)
-    tracer = provider.get_tracer("fuzz")
-    # The SDK drops invalid attribute values itself; set what it keeps, plus raw dict tampering below.
-    parent = tracer.start_span("invoke_agent fuzz", attributes={"gen_ai.operation.name": "invoke_agent"})
-    for key, value in root.items():
-        if value is not None:
-            parent.set_attribute(key, value)
-    ctx = set_span_in_context(parent)
-    for op, name, attrs in children:
-        span = tracer.start_span(name or "execute_tool x", context=ctx)
-        span.set_attribute("gen_ai.operation.name", op)
-        span.set_attribute("openinference.span.kind", op)
-        for key, value in attrs.items():
+    try:
+        tracer = provider.get_tracer("fuzz")
+        # The SDK drops invalid attribute values itself; set what it keeps, plus raw dict tampering below.
+        parent = tracer.start_span("invoke_agent fuzz", attributes={"gen_ai.operation.name": "invoke_agent"})
+        for key, value in root.items():
             if value is not None:
-                span.set_attribute(key, value)
-        # Values the SDK would refuse (dicts, None) reach processors through other SDKs' spans.
-        span._attributes._dict.update({k: v for k, v in attrs.items() if v is None})  # type: ignore[attr-defined]
-        span._attributes._dict["gen_ai.tool.call.arguments"] = {"not": "a string"}  # type: ignore[attr-defined]
-        span.end()
-    parent.end()
-    assert processor.force_flush(5000)
-    processor.shutdown()
+                parent.set_attribute(key, value)
+        ctx = set_span_in_context(parent)
+        for op, name, attrs in children:
+            span = tracer.start_span(name or "execute_tool x", context=ctx)
+            span.set_attribute("gen_ai.operation.name", op)
+            span.set_attribute("openinference.span.kind", op)
+            for key, value in attrs.items():
+                if value is not None:
+                    span.set_attribute(key, value)
+            # Values the SDK would refuse (dicts, None) reach processors through other SDKs' spans.
+            span._attributes._dict.update({k: v for k, v in attrs.items() if v is None})  # type: ignore[attr-defined]
+            span._attributes._dict["gen_ai.tool.call.arguments"] = {"not": "a string"}  # type: ignore[attr-defined]
+            span.end()
+        parent.end()
+        assert processor.force_flush(5000)
+    finally:
+        provider.shutdown()
     assert processor.stats.internal_errors == 0
     spans = processor.stats.spans
     assert sum(spans.values()) == len(children) + 1

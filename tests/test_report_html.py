@@ -68,10 +68,12 @@ def graded(tmp_path: Path) -> tuple[list[Verdict], Path]:
     )
     provider = TracerProvider(resource=Resource.create({"service.name": "support-svc"}))
     provider.add_span_processor(processor)
-    tracer = provider.get_tracer("test")
-    emit(tracer, clean_refund())
-    emit(tracer, violating_refund())
-    provider.shutdown()
+    try:
+        tracer = provider.get_tracer("test")
+        emit(tracer, clean_refund())
+        emit(tracer, violating_refund())
+    finally:
+        provider.shutdown()
     return sorted(verdicts, key=lambda v: v.trajectory.start_ns), db
 
 
