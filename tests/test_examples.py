@@ -11,6 +11,7 @@ import pytest
 
 from examples._scenario import EXPECTED_PATH
 from tests.example_runs import missing_modules, python_for, run_module
+from tests.installed import not_installed
 
 # example module -> the packages it imports
 EXAMPLES = {
@@ -26,7 +27,7 @@ EXAMPLES = {
 def test_example_prints_its_verdict(example: str) -> None:
     missing = missing_modules(EXAMPLES[example], python_for(f"examples.{example}"))
     if missing:
-        pytest.skip(f"needs the examples extra: {', '.join(missing)} not installed")
+        not_installed(", ".join(missing), "the examples extra: make test")
     proc = run_module(f"examples.{example}")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()

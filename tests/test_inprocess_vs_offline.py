@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.example_runs import missing_modules, run_module
+from tests.installed import not_installed
 
 FRAMEWORKS = {
     "examples.pydantic_ai_agent": "pydantic_ai",
@@ -22,7 +23,7 @@ THEN = ["list_invoices", "create_refund_request"]
 @pytest.mark.parametrize("example", list(FRAMEWORKS))
 def test_in_process_equals_offline(example: str) -> None:
     if missing_modules([FRAMEWORKS[example]]):
-        pytest.skip(f"needs the examples extra: {FRAMEWORKS[example]} not installed")
+        not_installed(FRAMEWORKS[example], "the examples extra: make test")
     proc = run_module("tests.inprocess_run", example)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.splitlines()[-1])

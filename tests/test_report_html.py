@@ -20,6 +20,7 @@ from otel_traj.reports.html import render_html, write_html
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.store import SqliteSink, connect, read_verdicts
 from otel_traj.verdict import Verdict
+from tests.installed import not_installed
 from tests.semconv_agent import INVOICES, Call, Run, Turn, clean_refund, emit
 from tests.support_trajectories import EXAMPLE_POLICY
 
@@ -190,8 +191,9 @@ def _chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, text=True, timeout=120, check=True)
 
 
-@pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="Debian's chromium is not installed")
 def test_chromium_renders_the_report(report: tuple[list[dict[str, Any]], Path, str], tmp_path: Path) -> None:
+    if shutil.which(CHROMIUM) is None:
+        not_installed("Debian's chromium", "apt-get install chromium")
     dicts, _, _ = report
     page = write_html(tmp_path / "report.html", dicts, title="Support runs")
     url = page.resolve().as_uri()
