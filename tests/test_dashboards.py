@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
-import pytest
 import yaml
 from prometheus_client.samples import Sample
 
@@ -20,28 +15,13 @@ from otel_traj.serve.ingest import ReceiverStats
 from otel_traj.serve.tls import ServedCertificate, TlsFiles
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.stats import PipelineStats
+from tests.dashboard_helpers import DASHBOARD, PROM_DIR, dashboard, dashboard_queries, expand, require_binary
 from tests.support_trajectories import example_policy, violating_run
 
-ROOT = Path(__file__).resolve().parent.parent
-PROM_DIR = ROOT / "dashboards" / "prometheus"
-DASHBOARD = ROOT / "dashboards" / "grafana" / "otel-traj.json"
-
-# Grafana expands these before the query reaches Prometheus.
-GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$__interval": "30s", "$__range": "6h", "$agent": ".*"}
 PROMQL_WORDS = {
     "by", "without", "on", "ignoring", "group_left", "group_right", "offset", "bool", "and", "or", "unless",
     "inf", "nan",
 }  # fmt: skip
-
-
-def require_binary(name: str) -> str:
-    """The path of a Prometheus binary: skipped where it is not installed, except in CI."""
-    path = shutil.which(name)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not installed; CI must install Debian's prometheus package")
-        pytest.skip(f"{name} is not installed (apt-get install prometheus)")
-    return path
 
 
 def run_promtool(*args: str, cwd: Path = PROM_DIR) -> str:
@@ -51,21 +31,6 @@ def run_promtool(*args: str, cwd: Path = PROM_DIR) -> str:
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
     return output
-
-
-def dashboard() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(DASHBOARD.read_text())
-    return data
-
-
-def dashboard_queries() -> list[str]:
-    return [t["expr"] for p in dashboard()["panels"] for t in p.get("targets", [])]
-
-
-def expand(expr: str) -> str:
-    for variable, replacement in GRAFANA_VARIABLES.items():
-        expr = expr.replace(variable, replacement)
-    return expr
 
 
 def rule_exprs() -> list[str]:
