@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-# Simulated service latency, so concurrent tool calls show up as overlapping spans.
-LATENCY_S = 0.012
+# Simulated service latency, so concurrent tool calls show up as overlapping spans (long enough that a
+# garbage collection pausing every thread for a few milliseconds does not make them look sequential).
+LATENCY_S = 0.04
 
 
 class PaymentGatewayTimeout(Exception):
