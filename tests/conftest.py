@@ -11,7 +11,14 @@ import pytest
 from tests.serve_helpers import Served
 
 # Threads that a pipeline, its sinks or the service start, and join when they are shut down.
-OWN_THREADS = ("otel-traj-worker", "otel-traj-sqlite", "otel-traj-langfuse", "otel-traj-http")
+# (The gRPC receiver's call threads are numbered: ``otel-traj-grpc_0``...)
+OWN_THREADS = (
+    "otel-traj-worker",
+    "otel-traj-sqlite",
+    "otel-traj-langfuse",
+    "otel-traj-http",
+    "otel-traj-grpc",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -20,7 +27,7 @@ def nothing_left_running() -> Iterator[None]:
     of a wider scope was there before the test, and is that fixture's to shut down)."""
     before = set(threading.enumerate())
     yield
-    left = [t for t in threading.enumerate() if t not in before and t.name in OWN_THREADS]
+    left = [t for t in threading.enumerate() if t not in before and t.name.startswith(OWN_THREADS)]
     for thread in left:
         # A shutdown joins these threads before it returns; this only covers one still returning.
         thread.join(timeout=1.0)

@@ -14,6 +14,7 @@ from otel_traj.serve.health import register_service_metrics
 from otel_traj.serve.ingest import ReceiverStats
 from otel_traj.serve.tls import ServedCertificate, TlsFiles
 from otel_traj.sinks.prometheus import PrometheusSink
+from otel_traj.sinks.prometheus_health import register_pipeline_health
 from otel_traj.stats import PipelineStats
 from tests.dashboard_helpers import DASHBOARD, PROM_DIR, dashboard, dashboard_queries, expand, require_binary
 from tests.support_trajectories import example_policy, violating_run
@@ -65,7 +66,7 @@ def exposed_samples() -> list[Sample]:
     pair = ServedCertificate(TlsFiles(Path("tls.crt"), Path("tls.key"), b"", b""))
     register_service_metrics(sink.registry, ReceiverStats(), pair)
     stats = PipelineStats()
-    sink.attach(stats)
+    register_pipeline_health(sink.registry, stats)
     stats.count_dropped("queue_full")
     stats.count_sink_error("langfuse")
     sink.export(Grader(example_policy()).grade(violating_run()))

@@ -37,8 +37,8 @@ from otel_traj.sinks.prometheus_health import register_pipeline_health
 from otel_traj.spanview import SpanView
 from otel_traj.steps import ToolCall
 from otel_traj.verdict import Verdict
+from tests.dashboard_helpers import dashboard_queries, expand, require_binary
 from tests.support_trajectories import clean_run, example_policy, violating_run
-from tests.test_dashboards import dashboard_queries, expand, require_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "dashboards" / "prometheus" / "rules.yml"

@@ -71,8 +71,9 @@ class GrpcReceiver:
     ) -> None:
         self.ingest = ingest
         self._token = f"Bearer {auth_token}".encode() if auth_token else None
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otel-traj-grpc")
         self._server = grpc.server(
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otel-traj-grpc"),
+            self._executor,
             handlers=[
                 grpc.method_handlers_generic_handler(
                     SERVICE,
@@ -105,8 +106,10 @@ class GrpcReceiver:
         self._server.start()
 
     def stop(self, grace_s: float) -> None:
-        """Refuse new calls, let calls in progress finish within ``grace_s``."""
+        """Refuse new calls, let calls in progress finish within ``grace_s``, then end the call
+        threads (grpcio leaves the executor it was given running)."""
         self._server.stop(grace_s).wait()
+        self._executor.shutdown(wait=True)
 
     def _authorized(self, context: grpc.ServicerContext) -> bool:
         if self._token is None:
