@@ -158,7 +158,7 @@ class Assembler:
                     self._add_step(buf, step)
                     if buf.metadata is None:
                         buf.metadata = record.metadata
-                if not track_starts and buf.root_ended and not buf.parents:
+                if not track_starts and self._looks_complete(buf):
                     buf.ready_at = ready_at
                     self._candidates.add(trace_id)
             spans = self._spans
