@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sqlite3
 import sys
@@ -13,6 +12,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from otel_traj.config import env_str
 from otel_traj.reports.html import write_html
 from otel_traj.sinks.store import Query, StoreError, connect, read_verdicts
 
@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--store",
-        default=os.environ.get("OTEL_TRAJ_STORE", "otel-traj.db"),
+        default=env_str("OTEL_TRAJ_STORE", "otel-traj.db"),
         help="SQLite store (env OTEL_TRAJ_STORE, default ./otel-traj.db)",
     )
     parser.add_argument(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from otel_traj.cli.logs import LOG_FORMATS, configure_logging
-from otel_traj.config import AssemblerConfig, strict_settings
+from otel_traj.config import AssemblerConfig, env_str, strict_settings
 from otel_traj.policy import PolicyError
 from otel_traj.serve.settings import ServeSettings
 from otel_traj.sinks.store import StoreError
@@ -77,7 +76,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.add_argument(
         "--log-format",
-        default=os.environ.get("OTEL_TRAJ_LOG_FORMAT", "text"),
+        default=env_str("OTEL_TRAJ_LOG_FORMAT", "text"),
         choices=LOG_FORMATS,
         help="text, or one JSON object per line for log pipelines (env OTEL_TRAJ_LOG_FORMAT)",
     )
