@@ -9,10 +9,9 @@ import pytest
 
 from otel_traj.cli import main
 from otel_traj.sinks.langfuse import send_verdicts
+from tests.langfuse_helpers import POLICY, SCORES_PER_VERDICT, Agent, fast_sink, make_verdict, violating_run
 from tests.langfuse_server import LangfuseTestServer
 from tests.semconv_agent import emit
-from tests.test_langfuse_e2e import POLICY, Agent, violating_run
-from tests.test_langfuse_sink import SCORES_PER_VERDICT, fast_sink, make_verdict
 
 
 def test_grade_langfuse_scores_the_exported_trace(

@@ -22,8 +22,8 @@ from otel_traj.sinks.langfuse_transport import retry_after_seconds
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
+from tests.langfuse_helpers import END_NS, SCORES, make_verdict
 from tests.langfuse_server import LangfuseTestServer
-from tests.test_langfuse_sink import END_NS, SCORES, make_verdict
 
 
 def test_wire_form_is_what_the_package_itself_would_send() -> None:

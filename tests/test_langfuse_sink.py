@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
 
 import pytest
 
@@ -17,69 +16,8 @@ from otel_traj.sinks.langfuse import (
     send_verdicts,
 )
 from otel_traj.sinks.langfuse_scores import score_id
-from otel_traj.steps import ToolCall, span_hex
-from otel_traj.trajectory import Trajectory
-from otel_traj.verdict import CheckResult, Verdict
+from tests.langfuse_helpers import SCORES, SCORES_PER_VERDICT, SECRET, fast_sink, make_verdict
 from tests.langfuse_server import LangfuseTestServer, free_port
-
-SCORES = "/api/public/scores"
-
-END_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
-SECRET = "sk-live-7d41b2c9"
-
-
-def make_verdict(
-    trace_id: int, tool_span_ids: tuple[int, int] = (0x11, 0x22), end_ns: int = END_NS
-) -> Verdict:
-    """A run with two tool calls: the second one is denied (a failing check naming its step)."""
-    first, second = tool_span_ids
-    traj = Trajectory(
-        trace_id=trace_id,
-        agent="support_agent",
-        service_name="support-svc",
-        service_version="2.1.0",
-        tool_calls=[
-            ToolCall(
-                name="lookup",
-                span_id=first,
-                arguments={"customer_id": "C023", "api_key": SECRET},
-                step_id=span_hex(first),
-            ),
-            ToolCall(
-                name="delete_account",
-                span_id=second,
-                arguments={"customer_id": "C023"},
-                step_id=span_hex(second),
-            ),
-        ],
-        start_ns=end_ns - 2_000_000_000,
-        end_ns=end_ns,
-    )
-    checks = [
-        CheckResult("tools", "fail", "critical", "delete_account is denied", (span_hex(second),)),
-        CheckResult("order", "pass", "error", f"lookup ran first (api_key={SECRET}, mail bob@example.com)"),
-        CheckResult("arguments", "skipped", "error", "no argument schemas configured"),
-    ]
-    return Verdict(traj, checks, outcome="unsafe", score=0.5, policy_version="3@abc", graded_at_ns=end_ns + 5)
-
-
-# tools (trace + 1 observation) + order + score + outcome
-SCORES_PER_VERDICT = 5
-
-
-def fast_sink(server: LangfuseTestServer, **overrides: Any) -> LangfuseSink:
-    settings: dict[str, Any] = {
-        "public_key": server.public_key,
-        "secret_key": server.secret_key,
-        "base_url": server.url,
-        "environment": "test",
-        "flush_interval": 0.01,
-        "backoff_initial": 0.001,
-        "backoff_max": 0.01,
-        "timeout": 5.0,
-    }
-    settings.update(overrides)
-    return LangfuseSink(**settings)
 
 
 @pytest.fixture
