@@ -1,40 +1,19 @@
-"""Dialects without a recorded fixture: Logfire (OpenAI Agents), Langfuse, Vercel AI SDK, Google ADK,
-and Traceloop's indexed LLM attributes. Spans are recorded through the real SDK with the attribute
-layout each framework's source writes (Langfuse's through its own attribute builders)."""
+"""Dialects of agent frameworks without a recorded fixture: the OpenAI Agents SDK as Logfire records
+it, the Vercel AI SDK and Google ADK. Spans are recorded through the real SDK with the attribute
+layout each framework's source writes."""
 
 from __future__ import annotations
 
 import json
 
-from langfuse._client.attributes import create_generation_attributes, create_span_attributes
-
 from otel_traj.dialects import to_step
-from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
+from otel_traj.steps import RequestedTool
 from tests.dialect_spans import record
+from tests.dialect_steps import ANSWER, ARGS, USER, as_agent, as_model, as_tool
 
 
 class PaymentGatewayError(Exception):
     pass
-
-
-ARGS = '{"customer_id": "C023"}'
-USER = "Customer C023 here. I was charged twice for invoice INV-1002, please refund the 199 yuan."
-ANSWER = "Your refund for INV-1002 has been submitted (RF-5001)."
-
-
-def _tool(step: object) -> ToolCall:
-    assert isinstance(step, ToolCall), step
-    return step
-
-
-def _model(step: object) -> ModelCall:
-    assert isinstance(step, ModelCall), step
-    return step
-
-
-def _agent(step: object) -> AgentRun:
-    assert isinstance(step, AgentRun), step
-    return step
 
 
 # Logfire: logfire/_internal/integrations/openai_agents.py names spans by their message template.
@@ -54,7 +33,7 @@ def test_logfire_function_span_is_a_tool_call() -> None:
             "mcp_data": "null",
         },
     )
-    tool = _tool(to_step(view))
+    tool = as_tool(to_step(view))
     assert (tool.name, tool.arguments_text, tool.ok, tool.dialect) == (
         "get_subscription",
         ARGS,
@@ -80,7 +59,7 @@ def test_logfire_failed_function_span() -> None:
             "logfire.level_num": 17,
         },
     )
-    tool = _tool(to_step(view))
+    tool = as_tool(to_step(view))
     assert (tool.ok, tool.error_message) == (False, "boom")
 
 
@@ -110,14 +89,14 @@ def test_logfire_chat_completion_counts_usage_once() -> None:
         "gen_ai.usage.input_tokens": 150,
         "gen_ai.usage.output_tokens": 15,
     }
-    model = _model(to_step(record("Chat completion with {gen_ai.request.model!r}", attributes)))
+    model = as_model(to_step(record("Chat completion with {gen_ai.request.model!r}", attributes)))
     assert (model.input_tokens, model.output_tokens, model.model) == (150, 15, "gpt-4o-mini")
     assert model.requested_tools == (
         RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
     )
     assert model.input_text == USER
     only_json = {k: v for k, v in attributes.items() if not k.startswith("gen_ai.usage.")}
-    model = _model(to_step(record("Chat completion with {gen_ai.request.model!r}", only_json)))
+    model = as_model(to_step(record("Chat completion with {gen_ai.request.model!r}", only_json)))
     assert (model.input_tokens, model.output_tokens) == (150, 15)
 
 
@@ -147,7 +126,7 @@ def test_logfire_responses_span_reads_function_calls_from_the_response() -> None
             "response": json.dumps(response),
         },
     )
-    model = _model(to_step(view))
+    model = as_model(to_step(view))
     assert model.requested_tools == (
         RequestedTool(name="list_invoices", call_id="call_9", arguments_text=ARGS),
     )
@@ -165,7 +144,7 @@ def test_logfire_agent_span() -> None:
             "tools": ("a", "b"),
         },
     )
-    assert _agent(to_step(view)).agent_name == "support_agent"
+    assert as_agent(to_step(view)).agent_name == "support_agent"
 
 
 def test_logfire_spans_of_other_kinds_are_not_steps() -> None:
@@ -173,80 +152,6 @@ def test_logfire_spans_of_other_kinds_are_not_steps() -> None:
     assert to_step(record("Handoff: {from_agent} → {to_agent}", handoff)) is None
     http = {"logfire.msg_template": "GET /x", "http.request.method": "GET"}
     assert to_step(record("GET /x", http)) is None
-
-
-# Langfuse: attributes from the SDK's own builders (langfuse._client.attributes).
-def test_langfuse_tool_observation() -> None:
-    attributes = create_span_attributes(
-        observation_type="tool",
-        input={"args": (), "kwargs": {"customer_id": "C023"}},
-        output={"plan": "pro"},
-    )
-    tool = _tool(to_step(record("get_subscription", attributes, scope="langfuse-sdk")))
-    assert (tool.name, tool.arguments, tool.result, tool.dialect) == (
-        "get_subscription",
-        {"customer_id": "C023"},
-        '{"plan": "pro"}',
-        "langfuse",
-    )
-
-
-def test_langfuse_positional_arguments_stay_text() -> None:
-    attributes = create_span_attributes(observation_type="tool", input={"args": ("C023",), "kwargs": {}})
-    tool = _tool(to_step(record("get_subscription", attributes)))
-    assert tool.arguments is None
-    assert tool.arguments_text == '{"args": ["C023"], "kwargs": {}}'
-
-
-def test_langfuse_failed_tool_observation() -> None:
-    attributes = create_span_attributes(
-        observation_type="tool",
-        input={"args": (), "kwargs": {"invoice_id": "INV-1002"}},
-        level="ERROR",
-        status_message="payment gateway timeout",
-    )
-    tool = _tool(to_step(record("check_payment", attributes)))
-    assert (tool.ok, tool.error_message) == (False, "payment gateway timeout")
-
-
-def test_langfuse_generation_with_usage_details_and_tool_calls() -> None:
-    attributes = create_generation_attributes(
-        model="gpt-4o-mini",
-        input=[{"role": "system", "content": "be brief"}, {"role": "user", "content": USER}],
-        output={
-            "role": "assistant",
-            "tool_calls": [{"id": "call_1", "function": {"name": "get_subscription", "arguments": ARGS}}],
-        },
-        usage_details={"input": 150, "output": 15, "total": 165, "cache_read_input_tokens": 100},
-    )
-    model = _model(to_step(record("OpenAI-generation", attributes)))
-    assert (model.model, model.input_tokens, model.output_tokens, model.cache_read_tokens) == (
-        "gpt-4o-mini",
-        150,
-        15,
-        100,
-    )
-    assert model.requested_tools == (
-        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
-    )
-    assert (model.input_text, model.dialect) == (USER, "langfuse")
-
-
-def test_langfuse_agent_and_plain_spans() -> None:
-    attributes = {
-        **create_span_attributes(
-            observation_type="agent", input={"args": (), "kwargs": {"question": USER}}, output=ANSWER
-        ),
-        "session.id": "conv-1",
-    }
-    agent = _agent(to_step(record("support_agent", attributes)))
-    assert (agent.agent_name, agent.input_text, agent.output_text, agent.conversation_id) == (
-        "support_agent",
-        USER,
-        ANSWER,
-        "conv-1",
-    )
-    assert to_step(record("step", create_span_attributes(observation_type="span", input="x"))) is None
 
 
 # Vercel AI SDK: packages/ai/core/generate-text (recordSpan with selectTelemetryAttributes).
@@ -260,7 +165,7 @@ def test_vercel_tool_call() -> None:
         "ai.toolCall.args": ARGS,
         "ai.toolCall.result": '{"plan":"pro"}',
     }
-    tool = _tool(to_step(record("ai.toolCall", attributes, scope="ai")))
+    tool = as_tool(to_step(record("ai.toolCall", attributes, scope="ai")))
     assert (tool.name, tool.call_id, tool.arguments_text, tool.result, tool.dialect) == (
         "get_subscription",
         "call_1",
@@ -269,7 +174,9 @@ def test_vercel_tool_call() -> None:
         "vercel",
     )
     failed = {k: v for k, v in attributes.items() if k != "ai.toolCall.result"}
-    tool = _tool(to_step(record("ai.toolCall", failed, error=PaymentGatewayError("payment gateway timeout"))))
+    tool = as_tool(
+        to_step(record("ai.toolCall", failed, error=PaymentGatewayError("payment gateway timeout")))
+    )
     assert (tool.ok, tool.error_type, tool.error_message) == (
         False,
         f"{__name__}.PaymentGatewayError",
@@ -301,7 +208,7 @@ def test_vercel_do_generate_is_the_model_call_and_generate_text_the_agent() -> N
         "gen_ai.usage.input_tokens": 150,
         "gen_ai.usage.output_tokens": 15,
     }
-    model = _model(to_step(record("ai.generateText.doGenerate", do_generate)))
+    model = as_model(to_step(record("ai.generateText.doGenerate", do_generate)))
     assert (model.model, model.provider, model.input_tokens, model.output_tokens) == (
         "gpt-4o-mini",
         "openai.chat",
@@ -315,7 +222,7 @@ def test_vercel_do_generate_is_the_model_call_and_generate_text_the_agent() -> N
     v5 = {k: v for k, v in do_generate.items() if not k.startswith(("ai.usage", "gen_ai.usage"))}
     v5 |= {"ai.usage.inputTokens": 7, "ai.usage.outputTokens": 3}
     v5["ai.response.toolCalls"] = json.dumps([{"toolCallId": "c", "toolName": "t", "input": {"a": 1}}])
-    model = _model(
+    model = as_model(
         to_step(record("ai.streamText.doStream", v5 | {"ai.operationId": "ai.streamText.doStream"}))
     )
     assert (model.input_tokens, model.output_tokens) == (7, 3)
@@ -330,7 +237,7 @@ def test_vercel_do_generate_is_the_model_call_and_generate_text_the_agent() -> N
         "ai.usage.promptTokens": 400,
         "ai.usage.completionTokens": 40,
     }
-    agent = _agent(to_step(record("ai.generateText", outer)))
+    agent = as_agent(to_step(record("ai.generateText", outer)))
     assert (agent.agent_name, agent.input_text, agent.output_text) == ("support_agent", USER, ANSWER)
     assert (agent.input_tokens, agent.output_tokens) == (400, 40)
 
@@ -349,7 +256,7 @@ def test_adk_tool_call_with_unspecified_id() -> None:
         "gcp.vertex.agent.event_id": "e-1",
         "gcp.vertex.agent.tool_response": '{"result": "<not specified>"}',
     }
-    tool = _tool(to_step(record("execute_tool get_subscription", attributes, scope="gcp.vertex.agent")))
+    tool = as_tool(to_step(record("execute_tool get_subscription", attributes, scope="gcp.vertex.agent")))
     assert (tool.name, tool.call_id, tool.arguments_text, tool.dialect) == (
         "get_subscription",
         None,
@@ -357,7 +264,7 @@ def test_adk_tool_call_with_unspecified_id() -> None:
         "adk",
     )
     attributes["gen_ai.tool.call.id"] = "adk-7"
-    assert _tool(to_step(record("execute_tool get_subscription", attributes))).call_id == "adk-7"
+    assert as_tool(to_step(record("execute_tool get_subscription", attributes))).call_id == "adk-7"
 
 
 def test_adk_call_llm() -> None:
@@ -392,7 +299,7 @@ def test_adk_call_llm() -> None:
         "gen_ai.usage.input_tokens": 120,
         "gen_ai.usage.output_tokens": 12,
     }
-    model = _model(to_step(record("call_llm", attributes)))
+    model = as_model(to_step(record("call_llm", attributes)))
     assert (model.model, model.provider, model.input_tokens, model.output_tokens) == (
         "gemini-2.0-flash",
         "gcp.vertex.agent",
@@ -412,66 +319,5 @@ def test_adk_invoke_agent() -> None:
         "gen_ai.agent.name": "support_agent",
         "gen_ai.conversation.id": "s-1",
     }
-    agent = _agent(to_step(record("invoke_agent support_agent", attributes)))
+    agent = as_agent(to_step(record("invoke_agent support_agent", attributes)))
     assert (agent.agent_name, agent.conversation_id) == ("support_agent", "s-1")
-
-
-# Traceloop / OpenLLMetry before the semconv attributes: indexed prompt and completion attributes.
-def test_traceloop_indexed_llm_span() -> None:
-    attributes = {
-        "llm.request.type": "chat",
-        "gen_ai.system": "OpenAI",
-        "gen_ai.request.model": "gpt-4o-mini",
-        "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
-        "gen_ai.prompt.0.role": "system",
-        "gen_ai.prompt.0.content": "be brief",
-        "gen_ai.prompt.1.role": "user",
-        "gen_ai.prompt.1.content": USER,
-        "gen_ai.completion.0.role": "assistant",
-        "gen_ai.completion.0.finish_reason": "tool_calls",
-        "gen_ai.completion.0.tool_calls.0.id": "call_1",
-        "gen_ai.completion.0.tool_calls.0.name": "get_subscription",
-        "gen_ai.completion.0.tool_calls.0.arguments": ARGS,
-        "gen_ai.usage.prompt_tokens": 150,
-        "gen_ai.usage.completion_tokens": 15,
-        "llm.usage.total_tokens": 165,
-    }
-    model = _model(to_step(record("openai.chat", attributes)))
-    assert (model.model, model.input_tokens, model.output_tokens, model.finish_reasons) == (
-        "gpt-4o-mini-2024-07-18",
-        150,
-        15,
-        ("tool_calls",),
-    )
-    assert model.requested_tools == (
-        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
-    )
-    assert (model.input_text, model.dialect) == (USER, "traceloop")
-
-
-def test_traceloop_decorated_tool_and_workflow() -> None:
-    tool_attributes = {
-        "traceloop.span.kind": "tool",
-        "traceloop.entity.name": "get_subscription",
-        "traceloop.entity.input": json.dumps({"args": [], "kwargs": {"customer_id": "C023"}}),
-        "traceloop.entity.output": '{"plan": "pro"}',
-    }
-    tool = _tool(to_step(record("get_subscription.tool", tool_attributes)))
-    assert (tool.name, tool.arguments, tool.result) == (
-        "get_subscription",
-        {"customer_id": "C023"},
-        '{"plan": "pro"}',
-    )
-    tool_attributes["traceloop.entity.input"] = json.dumps({"args": ["C023"], "kwargs": {}})
-    tool = _tool(to_step(record("get_subscription.tool", tool_attributes)))
-    assert (tool.arguments, tool.arguments_text) == (None, '{"args": ["C023"], "kwargs": {}}')
-    workflow = {
-        "traceloop.span.kind": "workflow",
-        "traceloop.entity.name": "support_flow",
-        "traceloop.entity.input": json.dumps({"args": [USER], "kwargs": {}}),
-        "traceloop.entity.output": json.dumps(ANSWER),
-    }
-    agent = _agent(to_step(record("support_flow.workflow", workflow)))
-    assert (agent.agent_name, agent.output_text) == ("support_flow", ANSWER)
-    task = {"traceloop.span.kind": "task", "traceloop.entity.name": "step"}
-    assert to_step(record("step.task", task)) is None

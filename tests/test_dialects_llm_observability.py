@@ -1,0 +1,149 @@
+"""Dialects of LLM observability SDKs without a recorded fixture: Langfuse (attributes from its own
+builders) and Traceloop / OpenLLMetry's indexed prompt and completion attributes and decorated
+tools and workflows. Spans are recorded through the real SDK."""
+
+from __future__ import annotations
+
+import json
+
+from langfuse._client.attributes import create_generation_attributes, create_span_attributes
+
+from otel_traj.dialects import to_step
+from otel_traj.steps import RequestedTool
+from tests.dialect_spans import record
+from tests.dialect_steps import ANSWER, ARGS, USER, as_agent, as_model, as_tool
+
+
+# Langfuse: attributes from the SDK's own builders (langfuse._client.attributes).
+def test_langfuse_tool_observation() -> None:
+    attributes = create_span_attributes(
+        observation_type="tool",
+        input={"args": (), "kwargs": {"customer_id": "C023"}},
+        output={"plan": "pro"},
+    )
+    tool = as_tool(to_step(record("get_subscription", attributes, scope="langfuse-sdk")))
+    assert (tool.name, tool.arguments, tool.result, tool.dialect) == (
+        "get_subscription",
+        {"customer_id": "C023"},
+        '{"plan": "pro"}',
+        "langfuse",
+    )
+
+
+def test_langfuse_positional_arguments_stay_text() -> None:
+    attributes = create_span_attributes(observation_type="tool", input={"args": ("C023",), "kwargs": {}})
+    tool = as_tool(to_step(record("get_subscription", attributes)))
+    assert tool.arguments is None
+    assert tool.arguments_text == '{"args": ["C023"], "kwargs": {}}'
+
+
+def test_langfuse_failed_tool_observation() -> None:
+    attributes = create_span_attributes(
+        observation_type="tool",
+        input={"args": (), "kwargs": {"invoice_id": "INV-1002"}},
+        level="ERROR",
+        status_message="payment gateway timeout",
+    )
+    tool = as_tool(to_step(record("check_payment", attributes)))
+    assert (tool.ok, tool.error_message) == (False, "payment gateway timeout")
+
+
+def test_langfuse_generation_with_usage_details_and_tool_calls() -> None:
+    attributes = create_generation_attributes(
+        model="gpt-4o-mini",
+        input=[{"role": "system", "content": "be brief"}, {"role": "user", "content": USER}],
+        output={
+            "role": "assistant",
+            "tool_calls": [{"id": "call_1", "function": {"name": "get_subscription", "arguments": ARGS}}],
+        },
+        usage_details={"input": 150, "output": 15, "total": 165, "cache_read_input_tokens": 100},
+    )
+    model = as_model(to_step(record("OpenAI-generation", attributes)))
+    assert (model.model, model.input_tokens, model.output_tokens, model.cache_read_tokens) == (
+        "gpt-4o-mini",
+        150,
+        15,
+        100,
+    )
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
+    )
+    assert (model.input_text, model.dialect) == (USER, "langfuse")
+
+
+def test_langfuse_agent_and_plain_spans() -> None:
+    attributes = {
+        **create_span_attributes(
+            observation_type="agent", input={"args": (), "kwargs": {"question": USER}}, output=ANSWER
+        ),
+        "session.id": "conv-1",
+    }
+    agent = as_agent(to_step(record("support_agent", attributes)))
+    assert (agent.agent_name, agent.input_text, agent.output_text, agent.conversation_id) == (
+        "support_agent",
+        USER,
+        ANSWER,
+        "conv-1",
+    )
+    assert to_step(record("step", create_span_attributes(observation_type="span", input="x"))) is None
+
+
+# Traceloop / OpenLLMetry before the semconv attributes: indexed prompt and completion attributes.
+def test_traceloop_indexed_llm_span() -> None:
+    attributes = {
+        "llm.request.type": "chat",
+        "gen_ai.system": "OpenAI",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+        "gen_ai.prompt.0.role": "system",
+        "gen_ai.prompt.0.content": "be brief",
+        "gen_ai.prompt.1.role": "user",
+        "gen_ai.prompt.1.content": USER,
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.finish_reason": "tool_calls",
+        "gen_ai.completion.0.tool_calls.0.id": "call_1",
+        "gen_ai.completion.0.tool_calls.0.name": "get_subscription",
+        "gen_ai.completion.0.tool_calls.0.arguments": ARGS,
+        "gen_ai.usage.prompt_tokens": 150,
+        "gen_ai.usage.completion_tokens": 15,
+        "llm.usage.total_tokens": 165,
+    }
+    model = as_model(to_step(record("openai.chat", attributes)))
+    assert (model.model, model.input_tokens, model.output_tokens, model.finish_reasons) == (
+        "gpt-4o-mini-2024-07-18",
+        150,
+        15,
+        ("tool_calls",),
+    )
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
+    )
+    assert (model.input_text, model.dialect) == (USER, "traceloop")
+
+
+def test_traceloop_decorated_tool_and_workflow() -> None:
+    tool_attributes = {
+        "traceloop.span.kind": "tool",
+        "traceloop.entity.name": "get_subscription",
+        "traceloop.entity.input": json.dumps({"args": [], "kwargs": {"customer_id": "C023"}}),
+        "traceloop.entity.output": '{"plan": "pro"}',
+    }
+    tool = as_tool(to_step(record("get_subscription.tool", tool_attributes)))
+    assert (tool.name, tool.arguments, tool.result) == (
+        "get_subscription",
+        {"customer_id": "C023"},
+        '{"plan": "pro"}',
+    )
+    tool_attributes["traceloop.entity.input"] = json.dumps({"args": ["C023"], "kwargs": {}})
+    tool = as_tool(to_step(record("get_subscription.tool", tool_attributes)))
+    assert (tool.arguments, tool.arguments_text) == (None, '{"args": ["C023"], "kwargs": {}}')
+    workflow = {
+        "traceloop.span.kind": "workflow",
+        "traceloop.entity.name": "support_flow",
+        "traceloop.entity.input": json.dumps({"args": [USER], "kwargs": {}}),
+        "traceloop.entity.output": json.dumps(ANSWER),
+    }
+    agent = as_agent(to_step(record("support_flow.workflow", workflow)))
+    assert (agent.agent_name, agent.output_text) == ("support_flow", ANSWER)
+    task = {"traceloop.span.kind": "task", "traceloop.entity.name": "step"}
+    assert to_step(record("step.task", task)) is None
