@@ -31,17 +31,18 @@ print(json.dumps([name for name in {heavy!r} if name in sys.modules]))
 """
 
 
-def loaded_after(code: str) -> list[str]:
-    body = "\n".join(f"    {line}" for line in code.strip().splitlines())
+def _python(*args: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter: nothing this test process imported is loaded there."""
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE.format(code=body, heavy=HEAVY)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def loaded_after(code: str) -> list[str]:
+    body = "\n".join(f"    {line}" for line in code.strip().splitlines())
+    proc = _python("-c", PROBE.format(code=body, heavy=HEAVY))
     loaded: list[str] = json.loads(proc.stdout.splitlines()[-1])
     return loaded
 
@@ -92,15 +93,7 @@ assert "--grpc-port" in out.getvalue()
 
 
 def test_serve_help_works_from_the_command_line() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "otel_traj.cli", "serve", "--help"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = _python("-m", "otel_traj.cli", "serve", "--help")
     assert "--grpc-port" in proc.stdout and "--tls-client-ca" in proc.stdout
 
 
