@@ -96,7 +96,7 @@ def env_list(name: str) -> list[str] | None:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, frozen=True, kw_only=True)
 class AssemblerConfig:
     """Limits of the per-trace buffers.
 

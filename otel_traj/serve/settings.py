@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from otel_traj.config import AssemblerConfig, env_float, env_int, env_str
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True, frozen=True, kw_only=True)
 class ServeSettings:
     """What ``otel-traj serve`` listens on and how much it holds.
 
