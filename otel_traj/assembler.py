@@ -26,17 +26,18 @@ from typing import Any, NamedTuple
 from otel_traj.config import AssemblerConfig
 from otel_traj.dialects.context import metadata_values
 from otel_traj.open_spans import OpenSpans
-from otel_traj.records import RecordMaker, SpanRecord, TraceContext
-from otel_traj.spanview import SpanView
+from otel_traj.records import RecordMaker, SpanRecord, TraceContext, nonempty_str
+from otel_traj.spanview import SpanView, Wanted
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, Step, ToolCall
 
 
 class SpanReader(NamedTuple):
-    """How the in-process worker reads the spans the hooks queued: their view, and the trace id of
-    one whose view cannot be built (so that its trace's open count still goes down)."""
+    """How the in-process worker reads the spans the hooks queued: their view (reading in full only
+    the spans ``RecordMaker.wanted`` accepts), and the trace id of one whose view cannot be built (so
+    that its trace's open count still goes down)."""
 
-    view: Callable[[Any], SpanView]
+    view: Callable[[Any, Wanted], SpanView]
     trace_id: Callable[[Any], int]
 
 
@@ -172,10 +173,11 @@ class Assembler:
     def _new_buffer(self, record: SpanRecord) -> _Buffer:
         if len(self._buffers) >= self.config.max_traces:
             self._evict_oldest()
+        resource = record.resource
         ctx = TraceContext(
             trace_id=record.trace_id,
-            service_name=record.service_name,
-            service_version=record.service_version,
+            service_name=nonempty_str(resource.get("service.name")),
+            service_version=nonempty_str(resource.get("service.version")),
         )
         buf = _Buffer(context=ctx, created=time.monotonic())
         self._buffers[record.trace_id] = buf
@@ -234,11 +236,12 @@ class Assembler:
         has ended and whose spans have all ended as ready (after the grace)."""
         assert self._reader is not None
         ended, records = self.open_spans.drain()
+        make_record, read = self.make_record, self._reader.view
         malformed = 0
         unreadable: list[int] = []
         for raw in ended:
             try:
-                records.append(self.make_record(self._reader.view(raw)))
+                records.append(make_record(read(raw, make_record.wanted)))
             except Exception:
                 malformed += 1
                 # Without even a trace id, that trace's count stays up until its TTL.

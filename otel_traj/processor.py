@@ -76,6 +76,8 @@ class TrajectoryProcessor(SpanProcessor):
             live=live,
         )
         self.stats = self.pipeline.stats
+        # Read by both hooks on every span: a plain attribute of this object.
+        self._shut_down = False
         self._registry = registry
         self._register_health()
         self._make_record = self.pipeline.assembler.make_record
@@ -97,7 +99,7 @@ class TrajectoryProcessor(SpanProcessor):
                 register_pipeline_health(registry, sink.stats)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        if self.pipeline.is_shut_down:
+        if self._shut_down:
             return
         try:
             self._started(span.get_span_context().trace_id)
@@ -105,7 +107,7 @@ class TrajectoryProcessor(SpanProcessor):
             self.stats.count_internal_error()
 
     def on_end(self, span: ReadableSpan) -> None:
-        if self.pipeline.is_shut_down:
+        if self._shut_down:
             return
         try:
             if len(self._ended_spans) < self._drain_at:
@@ -128,7 +130,7 @@ class TrajectoryProcessor(SpanProcessor):
         # than grow without bound, and say so.
         view = from_readable_span(span)
         self._open_spans.ended_without_step(self._make_record.record(view, None))
-        if may_be_step(view):
+        if may_be_step(view.name, view.attributes):
             self.stats.count_dropped("backlog")
 
     def add_sink(self, sink: Sink) -> None:
@@ -142,4 +144,5 @@ class TrajectoryProcessor(SpanProcessor):
         return self.pipeline.force_flush(timeout_millis)
 
     def shutdown(self) -> None:
+        self._shut_down = True
         self.pipeline.shutdown()

@@ -8,11 +8,11 @@ process (``SpanView.is_local_root``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_traj.dialects import to_step
+from otel_traj.dialects import may_be_step, to_step
 from otel_traj.dialects.context import capture_sources, captured_values, metadata_text
 from otel_traj.spanview import SpanView
 from otel_traj.steps import Step
@@ -38,10 +38,11 @@ class TraceContext:
     dropped_steps: int = 0
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class SpanRecord:
     """One ended span as the assembler needs it: its place in the trace, its step if any, and the
-    trace-level values it carries."""
+    trace-level values it carries. Read-only; not frozen because one is built for every span and a
+    frozen dataclass sets each field through ``object.__setattr__``."""
 
     trace_id: int
     span_id: int
@@ -54,8 +55,8 @@ class SpanRecord:
     captured: list[tuple[str, Any]]
     # Run metadata JSON (see ``dialects.context``), parsed only when the run is handed on.
     metadata: str | None
-    service_name: str | None
-    service_version: str | None
+    # The resource's attributes, read only by the span that opens its trace's buffer.
+    resource: Mapping[str, Any]
 
 
 class RecordMaker:
@@ -66,13 +67,17 @@ class RecordMaker:
         self._keys = frozenset(self.sources)
         self._max_chars = max_chars
 
+    def wanted(self, name: str, attributes: Mapping[str, Any]) -> bool:
+        """Whether a span of this name and these attributes may carry a step or a captured value:
+        for others only the span's place in its trace is read."""
+        return may_be_step(name, attributes) or not self._keys.isdisjoint(attributes)
+
     def __call__(self, view: SpanView) -> SpanRecord:
         return self.record(view, to_step(view, self._max_chars))
 
     def record(self, view: SpanView, step: Step | None) -> SpanRecord:
         attributes = view.attributes
         captured = [] if self._keys.isdisjoint(attributes) else captured_values(attributes, self.sources)
-        resource = view.resource
         return SpanRecord(
             trace_id=view.trace_id,
             span_id=view.span_id,
@@ -83,6 +88,5 @@ class RecordMaker:
             step=step,
             captured=captured,
             metadata=metadata_text(attributes) if step is not None else None,
-            service_name=nonempty_str(resource.get("service.name")),
-            service_version=nonempty_str(resource.get("service.version")),
+            resource=view.resource,
         )

@@ -6,12 +6,16 @@ OTLP/JSON and Jaeger JSON, so in-process and offline grading run the very same c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+# Whether anything downstream reads a span of this name and these attributes: an adapter may read
+# the others without their attributes, events and resource.
+Wanted = Callable[[str, Mapping[str, Any]], bool]
 
 STATUS_UNSET = 0
 STATUS_OK = 1

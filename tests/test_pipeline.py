@@ -52,8 +52,7 @@ def _tool_span(trace_id: int) -> SpanRecord:
         step=step,
         captured=[],
         metadata=None,
-        service_name=None,
-        service_version=None,
+        resource={},
     )
 
 

@@ -12,32 +12,49 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
-from otel_traj.spanview import EMPTY, STATUS_ERROR, STATUS_OK, STATUS_UNSET, SpanView
+from otel_traj.spanview import EMPTY, STATUS_ERROR, STATUS_OK, STATUS_UNSET, SpanView, Wanted
 
 _STATUS = {StatusCode.UNSET: STATUS_UNSET, StatusCode.OK: STATUS_OK, StatusCode.ERROR: STATUS_ERROR}
 
 
-def from_readable_span(span: ReadableSpan) -> SpanView:
-    """The view of an ended SDK span."""
+def from_readable_span(span: ReadableSpan, wanted: Wanted | None = None) -> SpanView:
+    """The view of an ended SDK span. A span that ``wanted`` rejects is read without its attributes,
+    events and resource: most spans of an application are not GenAI, and only their place in the
+    trace matters."""
     context, name = span.context, span.name
     if context is None or not isinstance(name, str):
         raise ValueError(f"span {name!r}: no span context, or a name that is not text")
     parent = span.parent
+    parent_id = parent.span_id if parent is not None else None
+    parent_is_remote = parent is not None and parent.is_remote
+    attributes = span.attributes or EMPTY
+    if wanted is not None and not wanted(name, attributes):
+        return SpanView(
+            trace_id=context.trace_id,
+            span_id=context.span_id,
+            parent_id=parent_id,
+            name=name,
+            start_ns=span.start_time or 0,
+            end_ns=span.end_time or 0,
+            parent_is_remote=parent_is_remote,
+        )
     status = span.status
     scope = span.instrumentation_scope
     return SpanView(
         trace_id=context.trace_id,
         span_id=context.span_id,
-        parent_id=parent.span_id if parent is not None else None,
+        parent_id=parent_id,
         name=name,
         start_ns=span.start_time or 0,
         end_ns=span.end_time or 0,
-        attributes=span.attributes or EMPTY,
+        # A plain dict: the dialects probe many absent keys, which the SDK's attribute mapping answers by
+        # raising and catching KeyError in Python, and the attributes are read several times.
+        attributes=dict(attributes),
         events=span.events,
         status_code=_STATUS.get(status.status_code, STATUS_UNSET),
         status_message=status.description,
         kind=span.kind.value,
-        parent_is_remote=parent is not None and parent.is_remote,
+        parent_is_remote=parent_is_remote,
         resource=span.resource.attributes,
         scope_name=scope.name if scope is not None else "",
     )

@@ -52,12 +52,10 @@ NAME_PREFIXES = ("execute_tool ", "invoke_agent ", "chat ", "running tool", "age
 _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
 
 
-def may_be_step(view: SpanView) -> bool:
-    """Whether ``to_step`` could find a step in the span: one of the markers or name prefixes."""
-    name = view.name
-    return not MARKERS.isdisjoint(view.attributes) or (
-        isinstance(name, str) and name.startswith(NAME_PREFIXES)
-    )
+def may_be_step(name: str, attributes: Mapping[str, Any]) -> bool:
+    """Whether ``to_step`` could find a step in a span of this name and these attributes: one of the
+    markers or name prefixes."""
+    return name.startswith(NAME_PREFIXES) or not MARKERS.isdisjoint(attributes)
 
 
 def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
