@@ -20,6 +20,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_app, make_wsgi_app
 from prometheus_client import start_http_server as _start_http_server
+from prometheus_client.metrics import MetricWrapperBase
 
 from otel_traj.cases.dimensions import SEVERITY as CASE_SEVERITY
 from otel_traj.config import env_int, env_list
@@ -127,6 +128,9 @@ class PrometheusSink(Sink):
         self._live_steps: dict[int, set[str]] = {}
         self._live_lock = threading.Lock()
         self._servers: list[tuple[Any, threading.Thread]] = []
+        # (metric, label values) -> its child. Label values are bounded (LabelBudget, the check
+        # names), and ``labels()`` checks and locks on every call: two thirds of an increment's cost.
+        self._children: dict[tuple[MetricWrapperBase, tuple[str, ...]], Any] = {}
 
         registry = self.registry
         self.trajectories = Counter(
@@ -186,11 +190,11 @@ class PrometheusSink(Sink):
         traj = verdict.trajectory
         agent = self.agents.label(traj.agent_label)
         exemplar = {"trace_id": traj.trace_hex}
-        self.trajectories.labels(agent, verdict.outcome).inc(exemplar=exemplar)
+        self._series(self.trajectories, agent, verdict.outcome).inc(exemplar=exemplar)
         for check in verdict.checks:
             name = check.name if check.name in self._check_names else OTHER
             # Exemplars on failures only: a failed check's trace is the one worth opening.
-            self.check_results.labels(agent, name, check.status, check.severity).inc(
+            self._series(self.check_results, agent, name, check.status, check.severity).inc(
                 exemplar=exemplar if check.failed else None
             )
         # Long runs call the same few tools many times: one increment per distinct series.
@@ -198,22 +202,30 @@ class PrometheusSink(Sink):
             (self.tools.label(call.name), _call_status(call)) for call in traj.tool_calls
         )
         for (tool, status), count in calls.items():
-            self.tool_calls.labels(agent, tool, status).inc(count)
+            self._series(self.tool_calls, agent, tool, status).inc(count)
         # Exemplars only on the series the dashboards plot.
-        self.trajectory_tool_calls.labels(agent).observe(len(traj.tool_calls), exemplar)
-        self.trajectory_model_turns.labels(agent).observe(len(traj.model_calls))
+        self._series(self.trajectory_tool_calls, agent).observe(len(traj.tool_calls), exemplar)
+        self._series(self.trajectory_model_turns, agent).observe(len(traj.model_calls))
         tokens = traj.tokens
-        self.trajectory_tokens.labels(agent, "input").observe(tokens.input)
-        self.trajectory_tokens.labels(agent, "output").observe(tokens.output)
-        self.trajectory_tokens.labels(agent, "total").observe(tokens.total, exemplar)
-        self.trajectory_duration.labels(agent).observe(traj.duration_s, exemplar)
+        self._series(self.trajectory_tokens, agent, "input").observe(tokens.input)
+        self._series(self.trajectory_tokens, agent, "output").observe(tokens.output)
+        self._series(self.trajectory_tokens, agent, "total").observe(tokens.total, exemplar)
+        self._series(self.trajectory_duration, agent).observe(traj.duration_s, exemplar)
 
         violations = self._final_scope_violations(verdict)
         with self._live_lock:
             seen_live = self._live_steps.pop(traj.trace_id, set())
         for step, tool in violations:
             if not (step and step in seen_live):
-                self.scope_violations.labels(agent, tool).inc(exemplar=exemplar)
+                self._series(self.scope_violations, agent, tool).inc(exemplar=exemplar)
+
+    def _series(self, metric: MetricWrapperBase, *labels: str) -> Any:
+        """``metric.labels(*labels)``, kept for the next verdict."""
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def _final_scope_violations(self, verdict: Verdict) -> list[tuple[str, str]]:
         """(step id, tool label) of each violation the failed scope checks report."""
@@ -241,7 +253,9 @@ class PrometheusSink(Sink):
                 return
             steps.add(violation.step_id)
         agent, tool = self.agents.label(violation.agent), self.tools.label(violation.tool)
-        self.scope_violations.labels(agent, tool).inc(exemplar={"trace_id": trace_hex(violation.trace_id)})
+        self._series(self.scope_violations, agent, tool).inc(
+            exemplar={"trace_id": trace_hex(violation.trace_id)}
+        )
 
     # Serving: a standalone endpoint, or apps the host mounts on its own server.
 
