@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from prometheus_client import CollectorRegistry
 
 from otel_traj.adapters.sdk import from_readable_span, trace_id_of
 from otel_traj.assembler import SpanReader
@@ -25,7 +25,9 @@ from otel_traj.live import live_scope, subject_attributes
 from otel_traj.pipeline import Pipeline, VerdictCallback
 from otel_traj.policy import Policy, load_policy
 from otel_traj.sinks.base import Sink
-from otel_traj.sinks.prometheus_health import register_pipeline_health
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 # Ended spans queued before the hooks wake the worker early (its tick may be tens of ms away).
 DRAIN_AT = 256
@@ -92,7 +94,12 @@ class TrajectoryProcessor(SpanProcessor):
             registries = [self._registry]
         else:
             candidates = (getattr(sink, "registry", None) for sink in self.pipeline.sinks)
-            registries = [r for r in candidates if isinstance(r, CollectorRegistry)]
+            registries = [r for r in candidates if r is not None]
+        if not registries:
+            return
+        # Here, not at import: an application without Prometheus never loads prometheus_client.
+        from otel_traj.sinks.prometheus_health import register_pipeline_health
+
         for registry in registries:
             register_pipeline_health(registry, self.stats)
             for sink in self.pipeline.sinks:

@@ -19,7 +19,16 @@ FIXTURE = ROOT / "tests" / "fixtures" / "real" / "langgraph_openinference" / "cl
 POLICY = ROOT / "examples" / "policies" / "support_agent.yaml"
 # The project's modules that bring them are named too: the Langfuse sink speaks to Langfuse over
 # httpx without the ``langfuse`` package, so a plain ``grade`` that loaded it would show no ``langfuse``.
-HEAVY = ("grpc", "uvicorn", "langfuse", "httpx", "otel_traj.sinks.langfuse", "otel_traj.serve.service")
+# prometheus_client too: an application that grades without a Prometheus sink never needs it.
+HEAVY = (
+    "grpc",
+    "uvicorn",
+    "langfuse",
+    "httpx",
+    "prometheus_client",
+    "otel_traj.sinks.langfuse",
+    "otel_traj.serve.service",
+)
 
 # Runs ``code``, then prints, as its last line, the heavy packages the interpreter has loaded.
 PROBE = """
