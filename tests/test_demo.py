@@ -121,8 +121,10 @@ def test_verdicts_carry_the_reasons(demo: DemoRun) -> None:
 def test_trajectories_are_the_agents_real_paths(demo: DemoRun) -> None:
     clean = demo.verdicts["conv-clean-refund"]
     calls = clean["tool_calls"]
-    assert [c["name"] for c in calls] == ["get_subscription", "list_invoices", "create_refund_request"]
-    # The first turn asked for two lookups; the agent ran them concurrently.
+    # The first turn asked for two lookups; the agent ran them concurrently, so which one started
+    # first is the thread scheduler's choice (calls are ordered by start).
+    assert {c["name"] for c in calls[:2]} == {"get_subscription", "list_invoices"}
+    assert calls[2]["name"] == "create_refund_request"
     assert [c["parallel"] for c in calls] == [True, True, False]
     assert calls[2]["arguments"] == {
         "invoice_id": "INV-1002",
@@ -140,7 +142,11 @@ def test_trajectories_are_the_agents_real_paths(demo: DemoRun) -> None:
 
 def test_table_prints_outcomes_and_failing_reasons(demo: DemoRun) -> None:
     out = demo.stdout
-    assert "clean refund" in out and "get_subscription & list_invoices > create_refund_request" in out
+    assert "clean refund" in out
+    assert any(
+        f"{first} & {second} > create_refund_request" in out
+        for first, second in (("get_subscription", "list_invoices"), ("list_invoices", "get_subscription"))
+    )
     for line in (
         "x scope (critical): list_invoices used customer_id=C013, subject is C031",
         "x claims (critical): answer claims",
