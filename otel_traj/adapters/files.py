@@ -248,10 +248,13 @@ def read_trace_file(path: str | Path) -> TraceFile:
     return TraceFile(path, shape, views)
 
 
-def expand_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
+def expand_paths(
+    paths: Iterable[str | Path], ignored: list[Path] | None = None
+) -> Iterator[tuple[Path, bool]]:
     """Each file to read, and whether it was named explicitly (rather than found in a directory).
 
-    Directories are searched recursively, in sorted order, for files with a trace file suffix.
+    Directories are searched recursively, in sorted order, for files with a trace file suffix; the
+    files found there without one are appended to ``ignored`` when it is given.
     """
     for entry in paths:
         path = Path(entry)
@@ -260,8 +263,63 @@ def expand_paths(paths: Iterable[str | Path]) -> Iterator[tuple[Path, bool]]:
             for file in sorted(found):
                 if file.suffix.lower() in TRACE_FILE_SUFFIXES:
                     yield file, False
+                elif ignored is not None:
+                    ignored.append(file)
         else:
             yield path, True
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file that was passed over, and why (``reason`` reads after ``"<path>: "``)."""
+
+    path: Path
+    reason: str
+
+
+@dataclass(slots=True)
+class TraceInputs:
+    """What a set of paths held: every span once (``views``), each file read and each passed over."""
+
+    views: SpanBatch
+    files: list[TraceFile]
+    skipped: list[SkippedFile]
+
+
+def read_trace_inputs(paths: Iterable[str | Path]) -> TraceInputs:
+    """Like ``read_trace_files``, and also says which files were read and which were passed over.
+
+    Passed over: files found in a directory without a trace file suffix, and files found in a
+    directory that hold some other kind of JSON (a facts or config file next to the traces).
+    """
+    batch = SpanBatch()
+    files: list[TraceFile] = []
+    ignored: list[Path] = []
+    skipped: list[SkippedFile] = []
+    seen: set[tuple[int, int]] = set()
+    for path, explicit in expand_paths(paths, ignored):
+        try:
+            file = read_trace_file(path)
+        except NotATraceFileError as exc:
+            if explicit:
+                raise
+            skipped.append(SkippedFile(path, exc.reason))
+            continue
+        files.append(file)
+        batch.malformed += file.malformed
+        for view in file.views:
+            key = (view.trace_id, view.span_id)
+            if key in seen:
+                batch.duplicates += 1
+            else:
+                seen.add(key)
+                batch.append(view)
+    suffixes = ", ".join(sorted(TRACE_FILE_SUFFIXES))
+    skipped.extend(
+        SkippedFile(path, f"not a trace file name (suffix is none of {suffixes})") for path in ignored
+    )
+    skipped.sort(key=lambda s: s.path)
+    return TraceInputs(batch, files, skipped)
 
 
 def read_trace_files(paths: Iterable[str | Path]) -> SpanBatch:
@@ -271,21 +329,4 @@ def read_trace_files(paths: Iterable[str | Path]) -> SpanBatch:
     left out. Any unreadable file raises ``TraceFileError``, except that files found in a directory
     which hold some other kind of JSON (a facts or config file next to the traces) are passed over.
     """
-    batch = SpanBatch()
-    seen: set[tuple[int, int]] = set()
-    for path, explicit in expand_paths(paths):
-        try:
-            views = read_trace_file(path).views
-        except NotATraceFileError:
-            if explicit:
-                raise
-            continue
-        batch.malformed += views.malformed
-        for view in views:
-            key = (view.trace_id, view.span_id)
-            if key in seen:
-                batch.duplicates += 1
-            else:
-                seen.add(key)
-                batch.append(view)
-    return batch
+    return read_trace_inputs(paths).views

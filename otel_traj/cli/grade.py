@@ -1,9 +1,10 @@
 """``otel-traj grade PATH...``: rebuild (and, with a policy, grade) trajectories from trace files.
 
 Exit codes, for CI: 0 when every trajectory is ``pass``, ``pass_with_warnings`` or ``incomplete``;
-1 when any is ``unsafe`` or ``fail``; 2 when an input is unreadable or the policy or case file is
-invalid. With ``--cases`` each run is also graded against its golden case; pass@k and pass^k per
-case go to stderr.
+1 when any is ``unsafe`` or ``fail``; 2 when an input is unreadable, when the inputs hold no
+trajectory at all (an empty directory, only other JSON, spans without GenAI ones), or when the policy
+or case file is invalid. With ``--cases`` each run is also graded against its golden case; pass@k
+and pass^k per case go to stderr. ``-v`` lists on stderr each file read and each skipped, and why.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from otel_traj.adapters import TraceFileError, read_trace_files
+from otel_traj.adapters import TraceFileError
+from otel_traj.adapters.files import SkippedFile, TraceInputs, read_trace_inputs
 from otel_traj.cases import CaseFileError, apply_cases, load_cases, summary_lines
 from otel_traj.config import AssemblerConfig
 from otel_traj.grader import Grader
@@ -26,9 +28,14 @@ from otel_traj.reports import RENDERERS, render
 from otel_traj.reports.html import write_html
 from otel_traj.serialize import verdict_to_dict
 
+if TYPE_CHECKING:
+    from otel_traj.trajectory import Trajectory
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INPUT = 2
+# Files named in the error when the inputs hold no trajectory; -v lists them all.
+SKIPPED_SHOWN = 3
 
 
 def register(subparsers: Any) -> None:
@@ -37,13 +44,19 @@ def register(subparsers: Any) -> None:
         help="rebuild and grade trajectories from trace files",
         description="Read trace files (OTLP protobuf or JSON, JSON Lines, Tempo, Jaeger; "
         "auto-detected; directories are searched), rebuild each agent run's trajectory and, with "
-        "--policy, grade it. Exit 1 if any trajectory is unsafe or fails, 2 on unreadable input "
-        "or an invalid policy.",
+        "--policy, grade it. Exit 1 if any trajectory is unsafe or fails, 2 on unreadable input, "
+        "on input that holds no trajectory, or on an invalid policy.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="trace files or directories")
     parser.add_argument("--policy", metavar="FILE", help="policy file (YAML or JSON) to grade against")
     parser.add_argument("--cases", metavar="FILE", help="golden cases (JSONL) to grade runs against")
     parser.add_argument("--match-on", metavar="ATTR", help="attribute whose value is a run's golden case id")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="say on stderr which file was read and which was skipped, and why",
+    )
     parser.add_argument("--format", choices=tuple(RENDERERS), default="table", help="report format")
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
@@ -69,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"otel-traj: invalid cases: {exc}", file=sys.stderr)
         return EXIT_INPUT
     try:
-        batch = read_trace_files(args.paths)
+        inputs = read_trace_inputs(args.paths)
     except TraceFileError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -77,7 +90,15 @@ def run(args: argparse.Namespace) -> int:
     config = AssemblerConfig()
     if policy is not None:
         config = config.with_capture(subject_attributes(policy))
-    verdicts = [grade(t) for t in track(trajectories_from_views(batch, config), "grading")]
+    trajectories = trajectories_from_views(inputs.views, config)
+    skipped = inputs.skipped + _without_trajectory(inputs, trajectories)
+    if args.verbose:
+        _print_inputs(inputs, skipped)
+    if not trajectories:
+        # A CI job must not pass having graded nothing.
+        print(_nothing_to_grade(args.paths, skipped, listed=args.verbose), file=sys.stderr)
+        return EXIT_INPUT
+    verdicts = [grade(t) for t in track(trajectories, "grading")]
     if cases is not None:
         verdicts, case_report = apply_cases(verdicts, cases, args.match_on)
         print("\n".join(summary_lines(case_report)), file=sys.stderr)
@@ -107,3 +128,37 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_INPUT
         print(f"otel-traj: langfuse: {delivery.summary()}", file=sys.stderr)
     return EXIT_FAILED if any(v.outcome in ("unsafe", "fail") for v in verdicts) else EXIT_OK
+
+
+def _without_trajectory(inputs: TraceInputs, trajectories: list[Trajectory]) -> list[SkippedFile]:
+    """The files that were read but hold no span of any trajectory."""
+    traced = {t.trace_id for t in trajectories}
+    return [
+        SkippedFile(file.path, "no GenAI spans" if file.views else "no spans")
+        for file in inputs.files
+        if not any(view.trace_id in traced for view in file.views)
+    ]
+
+
+def _print_inputs(inputs: TraceInputs, skipped: list[SkippedFile]) -> None:
+    passed_over = {s.path for s in skipped}
+    for file in inputs.files:
+        if file.path not in passed_over:
+            print(f"otel-traj: read {file.path}: {file.format}, {len(file.views)} spans", file=sys.stderr)
+    for entry in skipped:
+        print(f"otel-traj: skipped {entry.path}: {entry.reason}", file=sys.stderr)
+
+
+def _nothing_to_grade(paths: list[str], skipped: list[SkippedFile], listed: bool) -> str:
+    where = ", ".join(paths)
+    if not skipped:
+        return f"otel-traj: no trajectory to grade: no files in {where}"
+    shown = ", ".join(str(s.path) for s in skipped[:SKIPPED_SHOWN])
+    more = f" and {len(skipped) - SKIPPED_SHOWN} more" if len(skipped) > SKIPPED_SHOWN else ""
+    files = "file" if len(skipped) == 1 else "files"
+    hint = "" if listed or len(skipped) == 1 else "; -v lists each and why"
+    if len(skipped) == 1:
+        shown += f" ({skipped[0].reason})"
+    return (
+        f"otel-traj: no trajectory to grade in {where}: skipped {len(skipped)} {files}: {shown}{more}{hint}"
+    )
