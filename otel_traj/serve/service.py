@@ -8,6 +8,7 @@ only waits for signals: SIGTERM/SIGINT stop the service gracefully, SIGHUP reloa
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import faulthandler
 import gc
 import logging
@@ -53,6 +54,19 @@ DRAIN_S = 5.0
 # the time, 6 ms each); at 100,000 none in six such bursts in a row (RSS flat at 290 MB), and a
 # collection, when one comes, traverses ten times as much (≈ 60 ms).
 GC_GEN0_THRESHOLD = 100_000
+
+# Both uvicorn servers log their lifecycle ("Started server process [pid]", "Shutting down", ...) on
+# the one "uvicorn.error" logger, with the same words: the operations server's INFO lines would print
+# every line twice, so they are left out. Its warnings and errors still pass.
+_OPERATIONS_SERVER: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_traj_ops", default=False)
+
+
+class _OperationsServerInfoFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.INFO or not _OPERATIONS_SERVER.get()
+
+
+_UVICORN_FILTER = _OperationsServerInfoFilter()
 
 
 def tune_gc() -> None:
@@ -165,9 +179,13 @@ class Service:
         self, socks: list[socket.socket], started: threading.Event, failure: list[BaseException]
     ) -> None:
         async def main() -> None:
+            operations = contextvars.copy_context()
+            operations.run(_OPERATIONS_SERVER.set, True)
+            http_server, operations_server = self._servers
+            http_sock, operations_sock = socks
             tasks = [
-                asyncio.create_task(server.serve(sockets=[sock]))
-                for server, sock in zip(self._servers, socks, strict=True)
+                asyncio.create_task(http_server.serve(sockets=[http_sock])),
+                asyncio.create_task(operations_server.serve(sockets=[operations_sock]), context=operations),
             ]
             # uvicorn exposes no startup hook for servers it does not own; poll its flag briefly.
             while not all(server.started for server in self._servers):
@@ -256,6 +274,7 @@ def _uvicorn_config(
     app: object, limit_concurrency: int, tls: ServedCertificate | None = None
 ) -> uvicorn.Config:
     files = tls.latest() if tls else None
+    logging.getLogger("uvicorn.error").addFilter(_UVICORN_FILTER)  # once: the same filter is not added twice
     config = uvicorn.Config(
         app,  # type: ignore[arg-type]
         log_config=None,
