@@ -7,7 +7,7 @@ import sys
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
-from otel_traj.cli.logs import LOG_FORMATS, configure_logging
+from otel_traj.cli.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from otel_traj.config import AssemblerConfig, env_str, strict_settings
 from otel_traj.policy import PolicyError
 from otel_traj.serve.settings import ServeSettings
@@ -27,58 +27,92 @@ def register(subparsers: Any) -> None:
         "trajectory. Flags default to OTEL_TRAJ_* environment variables; port 0 picks a free port. "
         "SIGHUP reloads the policy; SIGTERM drains, grades what is buffered and exits.",
     )
-    parser.add_argument("--policy", help="policy file (env OTEL_TRAJ_POLICY); without one, no checks run")
+    parser.add_argument(
+        "--policy",
+        help="policy file; without one, no checks run (env OTEL_TRAJ_POLICY, default none)",
+    )
     parser.add_argument("--host", help="address to listen on (env OTEL_TRAJ_HOST, default 127.0.0.1)")
-    parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (env OTEL_TRAJ_GRPC_PORT, 4317)")
-    parser.add_argument("--http-port", type=int, help="OTLP/HTTP port (env OTEL_TRAJ_HTTP_PORT, 4318)")
     parser.add_argument(
-        "--metrics-port", type=int, help="/metrics, /healthz, /readyz (env OTEL_TRAJ_METRICS_PORT, 9464)"
-    )
-    parser.add_argument("--store", help="SQLite verdict store (env OTEL_TRAJ_STORE, ./otel-traj.db)")
-    parser.add_argument(
-        "--auth-token", help="require `Authorization: Bearer TOKEN` (env OTEL_TRAJ_AUTH_TOKEN)"
+        "--grpc-port", type=int, help="OTLP/gRPC port (env OTEL_TRAJ_GRPC_PORT, default 4317)"
     )
     parser.add_argument(
-        "--tls-cert", help="PEM certificate chain: TLS on both OTLP ports (env OTEL_TRAJ_TLS_CERT)"
+        "--http-port", type=int, help="OTLP/HTTP port (env OTEL_TRAJ_HTTP_PORT, default 4318)"
     )
-    parser.add_argument("--tls-key", help="PEM private key of --tls-cert (env OTEL_TRAJ_TLS_KEY)")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        help="/metrics, /healthz, /readyz (env OTEL_TRAJ_METRICS_PORT, default 9464)",
+    )
+    parser.add_argument(
+        "--store",
+        help="SQLite verdict store, empty for none (env OTEL_TRAJ_STORE, default otel-traj.db)",
+    )
+    parser.add_argument(
+        "--auth-token",
+        help="require `Authorization: Bearer TOKEN` (env OTEL_TRAJ_AUTH_TOKEN, default none)",
+    )
+    parser.add_argument(
+        "--tls-cert",
+        help="PEM certificate chain: TLS on both OTLP ports (env OTEL_TRAJ_TLS_CERT, default none)",
+    )
+    parser.add_argument(
+        "--tls-key", help="PEM private key of --tls-cert (env OTEL_TRAJ_TLS_KEY, default none)"
+    )
     parser.add_argument(
         "--tls-client-ca",
-        help="PEM CA certificates: require client certificates they signed (env OTEL_TRAJ_TLS_CLIENT_CA)",
+        help="PEM CA certificates: require client certificates they signed "
+        "(env OTEL_TRAJ_TLS_CLIENT_CA, default none)",
     )
     parser.add_argument(
-        "--max-request-bytes", type=int, help="decompressed request limit (env OTEL_TRAJ_MAX_REQUEST_BYTES)"
+        "--max-request-bytes",
+        type=int,
+        help="decompressed request limit (env OTEL_TRAJ_MAX_REQUEST_BYTES, default 16777216: 16 MiB)",
     )
     parser.add_argument(
         "--retry-after",
         dest="retry_after_s",
         metavar="RETRY_AFTER",
         type=float,
-        help="seconds an overloaded receiver asks for (env OTEL_TRAJ_RETRY_AFTER_S)",
+        help="seconds an overloaded receiver asks for (env OTEL_TRAJ_RETRY_AFTER_S, default 1)",
     )
     parser.add_argument(
         "--grace",
         dest="grace_s",
         metavar="GRACE",
         type=float,
-        help="seconds to wait after a trace looks complete",
+        help="seconds to wait after a trace looks complete (env OTEL_TRAJ_GRACE_S, default 0.5)",
     )
     parser.add_argument(
         "--ttl",
         dest="ttl_s",
         metavar="TTL",
         type=float,
-        help="seconds before an unfinished trace is graded incomplete",
+        help="seconds before an unfinished trace is graded incomplete (env OTEL_TRAJ_TTL_S, default 600)",
     )
-    parser.add_argument("--max-traces", type=int, help="traces held before requests are refused (retryable)")
-    parser.add_argument("--max-steps", type=int, help="steps kept per trace")
-    parser.add_argument("--store-queue", type=int, help="verdicts waiting for the store writer")
-    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.add_argument(
+        "--max-traces",
+        type=int,
+        help="traces held before requests are refused, retryable (env OTEL_TRAJ_MAX_TRACES, default 10000)",
+    )
+    parser.add_argument(
+        "--max-steps", type=int, help="steps kept per trace (env OTEL_TRAJ_MAX_STEPS, default 1000)"
+    )
+    parser.add_argument(
+        "--store-queue",
+        type=int,
+        help="verdicts waiting for the store writer (env OTEL_TRAJ_STORE_QUEUE, default 10000)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=(env_str("OTEL_TRAJ_LOG_LEVEL", "INFO") or "INFO").upper(),
+        choices=LOG_LEVELS,
+        help="least severe log records written to stderr (env OTEL_TRAJ_LOG_LEVEL, default INFO)",
+    )
     parser.add_argument(
         "--log-format",
         default=env_str("OTEL_TRAJ_LOG_FORMAT", "text"),
         choices=LOG_FORMATS,
-        help="text, or one JSON object per line for log pipelines (env OTEL_TRAJ_LOG_FORMAT)",
+        help="text, or one JSON object per line for log pipelines (env OTEL_TRAJ_LOG_FORMAT, default text)",
     )
     parser.set_defaults(run=run)
 
@@ -96,14 +130,16 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.log_format not in LOG_FORMATS:
-        # Only the environment can get here: argparse checks a flag's value against its choices.
-        print(
-            f"otel-traj serve: OTEL_TRAJ_LOG_FORMAT={args.log_format!r}: expected one of "
-            + ", ".join(LOG_FORMATS),
-            file=sys.stderr,
-        )
-        return 2
+    # Only the environment can get here: argparse checks a flag's value against its choices.
+    for name, value, choices in (
+        ("OTEL_TRAJ_LOG_LEVEL", args.log_level, LOG_LEVELS),
+        ("OTEL_TRAJ_LOG_FORMAT", args.log_format, LOG_FORMATS),
+    ):
+        if value not in choices:
+            print(
+                f"otel-traj serve: {name}={value!r}: expected one of " + ", ".join(choices), file=sys.stderr
+            )
+            return 2
     configure_logging(args.log_level, args.log_format)
     # The receivers bring grpc and uvicorn: every other command, and `serve --help`, goes without.
     from otel_traj.serve.service import Service
