@@ -3,7 +3,9 @@
 Protobuf (``application/x-protobuf``) and JSON (``application/json``) bodies, gzip or deflate.
 Errors follow the OTLP/HTTP spec: a ``google.rpc.Status`` body in the request's encoding, 400 for
 payloads that cannot be decoded, 401 without the bearer token, 413 over the size limit, 415 for
-other media types, and 503 with ``Retry-After`` when the receiver is over capacity (retryable).
+other media types, and 503 with ``Retry-After`` when the receiver is over capacity (retryable). A
+request in neither encoding (a 415, a browser's GET) is answered in the encoding its ``Accept``
+header names, else in plain text: a protobuf body would be unreadable to the client that sent it.
 Decoding and admission run on a thread pool so the event loop keeps accepting connections.
 """
 
@@ -37,6 +39,7 @@ Send = Callable[[Message], Awaitable[None]]
 
 PATH = "/v1/traces"
 TRANSPORT = "http"
+TEXT = "text/plain; charset=utf-8"
 
 
 class _Reject(Exception):
@@ -76,15 +79,19 @@ class OtlpHttpApp:
         if scope["type"] != "http":
             return
         headers = {k.lower(): v for k, v in scope["headers"]}
-        content_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
-        reply_type = JSON if content_type == JSON else PROTOBUF
+        content_type = _media_type(headers.get(b"content-type", b""))
         try:
             accepted = await self._handle(scope, headers, content_type, receive)
         except _Reject as reject:
             self.ingest.stats.count_request(TRANSPORT, reject.result)
-            body = status_body(reject.code, reject.text, reply_type)
-            await _respond(send, reject.status, reply_type, body, reject.headers)
+            error_type = _error_type(content_type, headers.get(b"accept", b""))
+            if error_type == TEXT:
+                body = f"{reject.text}\n".encode()
+            else:
+                body = status_body(reject.code, reject.text, error_type)
+            await _respond(send, reject.status, error_type, body, reject.headers)
             return
+        reply_type = JSON if content_type == JSON else PROTOBUF
         self.ingest.stats.count_request(TRANSPORT, "partial" if accepted.rejected else "ok")
         await _respond(send, 200, reply_type, response_body(accepted, reply_type))
 
@@ -107,7 +114,10 @@ class OtlpHttpApp:
             )
         if content_type not in (PROTOBUF, JSON):
             raise _Reject(
-                415, code_pb2.INVALID_ARGUMENT, f"unsupported content type {content_type!r}", "invalid"
+                415,
+                code_pb2.INVALID_ARGUMENT,
+                f"unsupported content type {content_type!r}: send {PROTOBUF} or {JSON}",
+                "invalid",
             )
         encoding = (
             headers.get(b"content-encoding", b"identity").decode("latin-1").strip().lower() or "identity"
@@ -160,6 +170,21 @@ class OtlpHttpApp:
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
+
+
+def _media_type(header: bytes) -> str:
+    return header.decode("latin-1").split(";")[0].strip().lower()
+
+
+def _error_type(content_type: str, accept: bytes) -> str:
+    """The encoding of an error reply: the request's when OTLP has one, else the first of ``Accept``."""
+    if content_type in (PROTOBUF, JSON):
+        return content_type
+    for entry in accept.split(b","):
+        media_type = _media_type(entry)
+        if media_type in (PROTOBUF, JSON):
+            return media_type
+    return TEXT
 
 
 async def _respond(
