@@ -69,11 +69,20 @@ class StoreError(RuntimeError):
 
 
 def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
-    """Open (and for writers create or migrate) the store at ``path``."""
+    """Open (and for writers create or migrate) the store at ``path``.
+
+    A reader (``readonly``) never creates, migrates or writes the store, and leaves no ``-wal`` or
+    ``-shm`` file behind: reading a WAL database creates both, and only a connection that may write
+    removes them when it is the last to close. So the reader opens the file for writing where the
+    file allows it (``mode=rw``, which never creates it) and refuses every statement that would write
+    (``query_only``); a write-protected file is opened read-only.
+    """
     if readonly:
         if not Path(path).exists():
             raise StoreError(f"{path}: no such store")
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
+        uri = Path(path).resolve().as_uri()
+        conn = sqlite3.connect(f"{uri}?mode=rw", uri=True, timeout=10.0)
+        conn.execute("PRAGMA query_only=ON")
     else:
         conn = sqlite3.connect(path, timeout=10.0, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
