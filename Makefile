@@ -1,46 +1,46 @@
-# Every target sets itself up: a local .venv with the project and its dev extras.
+# Every target sets itself up, in one local .venv: the demo needs only the package itself (a quick
+# install); the tests, lints and benchmarks add the dev tools and the examples' frameworks on top.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
-# Strands pins hold the OpenTelemetry SDK at an older release: its example runs from its own venv.
-STRANDS_VENV := .venv-strands
-STRANDS_STAMP := $(STRANDS_VENV)/.installed
+BASE_STAMP := $(VENV)/.installed-base
+DEV_STAMP := $(VENV)/.installed-dev
 # The OpenTelemetry JavaScript SDK, for the test that drives `otel-traj serve` from another language.
 JS_TESTS := tests/otlp_js
 JS_STAMP := $(JS_TESTS)/node_modules/.installed
 
 .PHONY: test demo bench lint fixtures clean
 
-$(STAMP): pyproject.toml
+$(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,examples]'
-	touch $(STAMP)
+	$(BIN)/python -m pip install -q -e .
+	touch $@
 
-$(STRANDS_STAMP): pyproject.toml
-	test -x $(STRANDS_VENV)/bin/python || $(PYTHON) -m venv $(STRANDS_VENV)
-	$(STRANDS_VENV)/bin/python -m pip install -q -e '.[examples-strands]'
-	touch $(STRANDS_STAMP)
+# Strands holds the OpenTelemetry SDK at 1.45.1 (it pins opentelemetry-instrumentation-threading);
+# the package and the other frameworks accept that release, so every example runs from this venv.
+$(DEV_STAMP): $(BASE_STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,examples]'
+	touch $@
 
 $(JS_STAMP): $(JS_TESTS)/package-lock.json
 	npm ci --prefix $(JS_TESTS) --no-audit --no-fund --loglevel=error
-	touch $(JS_STAMP)
+	touch $@
 
-test: $(STAMP) $(STRANDS_STAMP) $(JS_STAMP)
+test: $(DEV_STAMP) $(JS_STAMP)
 	$(BIN)/python -m pytest
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(BIN)/python -m examples.refund_agent
 
-bench: $(STAMP)
+bench: $(BASE_STAMP)
 	$(BIN)/otel-traj --version
 	$(BIN)/python benchmarks/overhead.py
 	$(BIN)/python benchmarks/grading.py
 	$(BIN)/python benchmarks/worker.py
 	$(BIN)/python benchmarks/receiver.py
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -48,5 +48,7 @@ lint: $(STAMP)
 fixtures:
 	$(PYTHON) tests/fixtures/real/generate.py
 
+# .venv-strands: the separate Strands venv of earlier checkouts.
 clean:
-	rm -rf $(VENV) $(STRANDS_VENV) $(JS_TESTS)/node_modules .pytest_cache .mypy_cache .ruff_cache build otel-traj.db otel-traj-report.html
+	rm -rf $(VENV) .venv-strands $(JS_TESTS)/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis build
+	rm -f otel-traj.db otel-traj.db-wal otel-traj.db-shm otel-traj-report.html
