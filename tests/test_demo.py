@@ -1,10 +1,12 @@
 """``make demo`` end to end: ``python -m examples.refund_agent`` as a subprocess, with its Prometheus
 endpoint scraped while it serves, its SQLite store and HTML report read back, and its Langfuse scores
-received by the local Langfuse test server."""
+received by the local Langfuse test server; then run again as ``make demo`` runs it, where what it
+prints must hold as printed."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from examples.refund_agent.__main__ import fresh_store, parse_args
 from otel_traj.sinks.store import connect, read_verdicts
 from tests.langfuse_server import LangfuseTestServer
 
@@ -40,6 +43,7 @@ class DemoRun:
     verdicts: dict[str, dict[str, Any]]
     html: str
     langfuse: LangfuseTestServer
+    db: Path
 
 
 def _scrape(url: str) -> str:
@@ -73,14 +77,14 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
             assert proc.stdout is not None
             lines: list[str] = []
             metrics_url = ""
-            # The demo prints the metrics URL first and "Serving metrics" once every ticket is graded.
+            # The demo prints the metrics URL once every ticket is graded, as it starts serving them.
             for line in proc.stdout:
                 lines.append(line)
-                if line.startswith("Prometheus metrics: "):
-                    metrics_url = line.split(": ", 1)[1].strip()
-                if line.startswith("Serving metrics"):
+                if line.startswith("Prometheus:"):
+                    metrics_url = line.split()[1]
                     break
-            assert metrics_url.startswith("http://127.0.0.1:"), "".join(lines)
+            assert re.fullmatch(r"http://127\.0\.0\.1:\d+/metrics", metrics_url), "".join(lines)
+            assert "(serving for 120s, Ctrl-C to stop)" in lines[-1], lines[-1]
             metrics = _scrape(metrics_url)
             # Ctrl-C ends the serving period and shuts down cleanly (sinks flushed, exit code 0).
             proc.send_signal(signal.SIGINT)
@@ -92,7 +96,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
         assert proc.returncode == 0, stderr
         with connect(db, readonly=True) as conn:
             stored = {v["conversation_id"]: v for v in read_verdicts(conn)}
-        yield DemoRun("".join(lines) + rest, proc.returncode, metrics, stored, html.read_text(), langfuse)
+        yield DemoRun("".join(lines) + rest, proc.returncode, metrics, stored, html.read_text(), langfuse, db)
 
 
 def test_every_ticket_gets_its_verdict(demo: DemoRun) -> None:
@@ -191,3 +195,77 @@ def test_html_report_has_every_ticket(demo: DemoRun) -> None:
     assert demo.html.count('<section class="traj"') == 5
     for v in demo.verdicts.values():
         assert v["trace_id"] in demo.html
+
+
+def _plain_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("LANGFUSE_", "OTEL_"))}
+
+
+def test_a_rerun_starts_a_fresh_store_and_prints_what_works(demo: DemoRun) -> None:
+    """Run again on the fixture's store, without --serve-for: the store holds this run only, the
+    metrics URL (dead once the demo exits) is not printed, and the read-back command runs as printed."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "examples.refund_agent", "--db", str(demo.db), "--html", os.devnull],
+        cwd=ROOT,
+        env=_plain_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "http://" not in proc.stdout
+    assert "Prometheus:    metrics served only while the demo ran (--serve-for SECONDS keeps them up)" in (
+        proc.stdout.splitlines()
+    )
+    with connect(demo.db, readonly=True) as conn:
+        rerun = {v["trace_id"]: v["conversation_id"] for v in read_verdicts(conn)}
+    assert sorted(rerun.values()) == sorted(EXPECTED)
+    assert not {v["trace_id"] for v in demo.verdicts.values()} & set(rerun)
+
+    [hint] = [line for line in proc.stdout.splitlines() if line.startswith("Verdict store: ")]
+    command = hint.split("(read it back: ", 1)[1].removesuffix(")")
+    assert command.endswith(f"report --store {demo.db}"), hint
+    # As a user would paste it: a shell in the directory the demo ran from, venv not activated.
+    report = subprocess.run(
+        command, shell=True, cwd=ROOT, env=_plain_env(), capture_output=True, text=True, timeout=60
+    )
+    assert report.returncode == 0, report.stderr
+    listed = [line.split()[0] for line in report.stdout.splitlines()[1:-1]]
+    assert sorted(listed) == sorted(rerun), report.stdout
+    assert report.stdout.splitlines()[-1].startswith("5 trajectories: "), report.stdout
+
+
+def test_a_store_with_other_services_runs_is_kept(tmp_path: Path) -> None:
+    db = tmp_path / "otel-traj.db"
+    with connect(db) as conn:
+        conn.execute(
+            "INSERT INTO trajectories (trace_id, agent, service_name, outcome, score, complete,"
+            " started_ns, ended_ns, graded_ns, verdict) VALUES ('t1', 'billing', 'billing', 'pass', 1,"
+            " 1, 0, 1, 1, '{}')"
+        )
+    with pytest.raises(SystemExit, match="holds 1 runs of other services; pass another --db"):
+        fresh_store(str(db))
+    with connect(db, readonly=True) as conn:
+        assert conn.execute("SELECT trace_id FROM trajectories").fetchall() == [("t1",)]
+
+
+def test_a_previous_demo_store_and_its_wal_are_deleted(tmp_path: Path) -> None:
+    db = tmp_path / "otel-traj.db"
+    with connect(db) as conn:
+        conn.execute(
+            "INSERT INTO trajectories (trace_id, agent, service_name, outcome, score, complete,"
+            " started_ns, ended_ns, graded_ns, verdict) VALUES ('t1', 'support_agent', 'support-agent',"
+            " 'pass', 1, 1, 0, 1, 1, '{}')"
+        )
+        # Open: the -wal and -shm files exist beside the store.
+        fresh_store(str(db))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_help_says_what_the_demo_keeps(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--serve-for SECONDS" in text
+    assert "the endpoint stops when the demo exits" in text
+    assert "started afresh on every run: the file and its -wal/-shm are deleted first" in text

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import shutil
+import sqlite3
 import sys
 import time
 from collections.abc import Sequence
@@ -28,6 +31,7 @@ from otel_traj.sinks.store import SqliteSink
 from otel_traj.verdict import Verdict
 
 POLICY = Path(__file__).resolve().parent.parent / "policies" / "support_agent.yaml"
+SERVICE = "support-agent"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -35,7 +39,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m examples.refund_agent",
         description="Run the support-agent demo: five tickets, graded while the agent runs.",
     )
-    parser.add_argument("--db", default="otel-traj.db", help="SQLite verdict store (default %(default)s)")
+    parser.add_argument(
+        "--db",
+        default="otel-traj.db",
+        help="SQLite verdict store, started afresh on every run: the file and its -wal/-shm are deleted "
+        "first, unless it holds runs of another service (default %(default)s)",
+    )
     parser.add_argument("--html", default="otel-traj-report.html", help="HTML report (default %(default)s)")
     parser.add_argument("--port", type=int, default=0, help="Prometheus metrics port (default: a free one)")
     parser.add_argument(
@@ -43,7 +52,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="keep serving the metrics this long after the tickets ran",
+        help="keep serving the Prometheus metrics this long after the tickets ran (default 0: the "
+        "endpoint stops when the demo exits; Ctrl-C ends the wait)",
     )
     return parser.parse_args(argv)
 
@@ -102,6 +112,42 @@ def format_results(results: Sequence[tuple[Ticket, Verdict]]) -> str:
     return "\n".join(lines)
 
 
+def fresh_store(db: str) -> None:
+    """Delete the demo's store of a previous run, so the report shows this run's five tickets only.
+
+    A store that holds runs of any other service is not the demo's (``otel-traj serve`` defaults to
+    the same file name): it is kept, and the demo stops."""
+    path = Path(db)
+    if path.exists() and path.stat().st_size:
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+                others = conn.execute(
+                    "SELECT count(*) FROM trajectories WHERE service_name IS NOT ?", (SERVICE,)
+                ).fetchone()[0]
+        except sqlite3.Error as exc:
+            raise SystemExit(f"{db}: not a store of this demo ({exc}); pass another --db") from None
+        if others:
+            raise SystemExit(f"{db}: holds {others} runs of other services; pass another --db")
+    # A write-ahead log left without its database would be replayed into the new one.
+    for leftover in (path, Path(f"{db}-wal"), Path(f"{db}-shm")):
+        leftover.unlink(missing_ok=True)
+
+
+def cli_command() -> str:
+    """``otel-traj`` as it can be typed here: the script next to this interpreter (a venv's ``bin``,
+    on PATH only when the venv is activated), relative to the working directory when inside it."""
+    script = Path(sys.executable).parent / "otel-traj"
+    if not script.exists():
+        return f"{shlex.quote(sys.executable)} -m otel_traj.cli"
+    on_path = shutil.which("otel-traj")
+    if on_path and Path(on_path).resolve() == script.resolve():
+        return "otel-traj"
+    try:
+        return shlex.quote(str(script.relative_to(Path.cwd())))
+    except ValueError:
+        return shlex.quote(str(script))
+
+
 def _sinks(db: str) -> tuple[PrometheusSink, list[Sink], str]:
     prometheus = PrometheusSink()
     sinks: list[Sink] = [prometheus, SqliteSink(path=db)]
@@ -118,12 +164,12 @@ def _sinks(db: str) -> tuple[PrometheusSink, list[Sink], str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    fresh_store(args.db)
     prometheus, sinks, langfuse = _sinks(args.db)
     port = prometheus.start_http_server(args.port)
-    print(f"Prometheus metrics: http://127.0.0.1:{port}/metrics", flush=True)
 
     # The integration: a TracerProvider (usually already there) and the processor with a policy.
-    provider = TracerProvider(resource=Resource.create({"service.name": "support-agent"}))
+    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
     processor = TrajectoryProcessor(policy=POLICY, sinks=sinks)
     provider.add_span_processor(processor)
 
@@ -134,11 +180,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         write_html(args.html, [verdict_to_dict(v) for _, v in results], title="Support agent demo")
         print(f"HTML report:   {args.html}")
-        print(f"Verdict store: {args.db}  (try: otel-traj report --store {args.db})")
+        print(
+            f"Verdict store: {args.db}  (read it back: {cli_command()} report --store {shlex.quote(args.db)})"
+        )
         print(f"Langfuse:      {langfuse}", flush=True)
         if args.serve_for > 0:
-            print(f"Serving metrics for {args.serve_for:g}s (Ctrl-C to stop)...", flush=True)
+            url = f"http://127.0.0.1:{port}/metrics"
+            print(f"Prometheus:    {url}  (serving for {args.serve_for:g}s, Ctrl-C to stop)", flush=True)
             time.sleep(args.serve_for)
+        else:
+            print("Prometheus:    metrics served only while the demo ran (--serve-for SECONDS keeps them up)")
     except KeyboardInterrupt:
         pass
     finally:
