@@ -39,6 +39,7 @@ bench: $(BASE_STAMP)
 	$(BIN)/python benchmarks/grading.py
 	$(BIN)/python benchmarks/worker.py
 	$(BIN)/python benchmarks/receiver.py
+	$(BIN)/python benchmarks/cli.py
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .

@@ -1,5 +1,7 @@
 """gRPC, uvicorn and Langfuse load only in what uses them: ``import otel_traj``, the CLI's parser and
-every command but ``serve`` (and ``grade --langfuse``) run without them.
+every command but ``serve`` (and ``grade --langfuse``) run without them. ``import otel_traj`` and
+``otel-traj --version`` load neither pydantic nor the OpenTelemetry SDK, protobuf or the grader;
+``otel-traj policy check`` loads pydantic and the policy models but none of the rest.
 
 Each case runs in a fresh interpreter, since this test process has long since imported them all."""
 
@@ -30,13 +32,29 @@ HEAVY = (
     "otel_traj.serve.service",
 )
 
-# Runs ``code``, then prints, as its last line, the heavy packages the interpreter has loaded.
+# What a command that neither grades nor reads trace files has no use for: the grader (and the
+# cases, which bring it), the OpenTelemetry SDK and protobuf (the trace readers), and the modules of
+# the CLI's other commands.
+GRADING = (
+    "opentelemetry.sdk",
+    "google.protobuf",
+    "otel_traj.grader",
+    "otel_traj.cases",
+    "otel_traj.adapters",
+    "otel_traj.cli.grade",
+    "otel_traj.cli.serve",
+    "otel_traj.cli.report",
+)
+# What a command that reads no policy has no use for.
+POLICY_PARTS = ("pydantic", "yaml", "otel_traj.policy")
+
+# Runs ``code``, then prints, as its last line, those of ``names`` the interpreter has loaded.
 PROBE = """
 import contextlib, io, json, sys
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
 {code}
-print(json.dumps([name for name in {heavy!r} if name in sys.modules]))
+print(json.dumps([name for name in {names!r} if name in sys.modules]))
 """
 
 
@@ -49,9 +67,9 @@ def _python(*args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def loaded_after(code: str) -> list[str]:
+def loaded_after(code: str, names: tuple[str, ...] = HEAVY) -> list[str]:
     body = "\n".join(f"    {line}" for line in code.strip().splitlines())
-    proc = _python("-c", PROBE.format(code=body, heavy=HEAVY))
+    proc = _python("-c", PROBE.format(code=body, names=names))
     loaded: list[str] = json.loads(proc.stdout.splitlines()[-1])
     return loaded
 
@@ -120,3 +138,55 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="no_such_name"):
         otel_traj.serve.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("code", ["import otel_traj", "import otel_traj.cli"])
+def test_importing_the_package_loads_neither_pydantic_nor_the_grader(code: str) -> None:
+    assert loaded_after(code, HEAVY + GRADING + POLICY_PARTS) == []
+
+
+def test_version_loads_no_command() -> None:
+    code = """
+from otel_traj.cli import main
+try:
+    main(["--version"])
+except SystemExit as exc:
+    assert exc.code == 0
+assert out.getvalue().startswith("otel-traj "), out.getvalue()
+"""
+    assert loaded_after(code, HEAVY + GRADING + POLICY_PARTS) == []
+
+
+def test_policy_check_loads_only_the_policy() -> None:
+    code = f"""
+from otel_traj.cli import main
+assert main(["policy", "check", {str(POLICY)!r}]) == 0
+assert "valid policy" in out.getvalue(), out.getvalue()
+"""
+    assert loaded_after(code, HEAVY + GRADING + POLICY_PARTS) == list(POLICY_PARTS)
+
+
+def test_every_public_name_resolves_on_first_use() -> None:
+    code = """
+import importlib
+import otel_traj
+for name in otel_traj.__all__:
+    module = importlib.import_module(otel_traj._LAZY[name])
+    assert getattr(otel_traj, name) is getattr(module, name), name
+assert set(otel_traj.__all__) <= set(dir(otel_traj))
+"""
+    assert "otel_traj.grader" in loaded_after(code, GRADING)
+
+
+def test_an_unknown_name_of_the_package_is_an_attribute_error() -> None:
+    import otel_traj
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        otel_traj.no_such_name  # noqa: B018
+
+
+def test_help_lists_every_command_without_loading_it() -> None:
+    """The help lines in ``COMMANDS`` are the ones each command's ``register`` gives."""
+    from otel_traj.cli import build_parser
+
+    assert build_parser(load=()).format_help() == build_parser().format_help()

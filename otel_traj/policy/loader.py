@@ -6,13 +6,15 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
 
 from otel_traj.policy.models import AgentPolicy, PolicyFile
-from otel_traj.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from otel_traj.trajectory import Trajectory
 
 
 class PolicyError(ValueError):

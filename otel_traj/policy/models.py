@@ -91,8 +91,14 @@ JsonSchema = Annotated[
 
 
 class _Section(BaseModel):
+    # defer_build: a model's validator is built when it first validates, not when its class is
+    # defined; ``otel-traj policy check`` and ``import otel_traj.policy`` then build only what they use.
     model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, arbitrary_types_allowed=True
+        extra="forbid",
+        frozen=True,
+        populate_by_name=True,
+        arbitrary_types_allowed=True,
+        defer_build=True,
     )
 
 
