@@ -10,6 +10,11 @@ Decoders return a ``SpanBatch``: a list of views whose ``malformed`` attribute c
 were skipped because they could not be read.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from otel_traj.adapters.batch import SpanBatch
 from otel_traj.adapters.files import (
     NotATraceFileError,
@@ -21,8 +26,25 @@ from otel_traj.adapters.files import (
 )
 from otel_traj.adapters.jaeger import views_from_jaeger
 from otel_traj.adapters.otlp_json import views_from_otlp_json
-from otel_traj.adapters.otlp_proto import views_from_bytes, views_from_request
-from otel_traj.adapters.sdk import from_readable_span
+
+if TYPE_CHECKING:
+    from otel_traj.adapters.otlp_proto import views_from_bytes, views_from_request
+    from otel_traj.adapters.sdk import from_readable_span
+
+# Loaded on first use: protobuf and the OpenTelemetry SDK are not needed to read JSON files.
+_LAZY = {
+    "views_from_bytes": "otel_traj.adapters.otlp_proto",
+    "views_from_request": "otel_traj.adapters.otlp_proto",
+    "from_readable_span": "otel_traj.adapters.sdk",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "NotATraceFileError",

@@ -24,13 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.message import DecodeError
-
 from otel_traj.adapters import zstd
 from otel_traj.adapters.batch import SpanBatch
 from otel_traj.adapters.jaeger import is_jaeger_json, views_from_jaeger
 from otel_traj.adapters.otlp_json import is_otlp_json, views_from_otlp_json
-from otel_traj.adapters.otlp_proto import parse_request, views_from_request
 
 # What directory expansion picks up; files named explicitly are read whatever their name.
 TRACE_FILE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".otlp", ".bin", ".gz", ".zst"})
@@ -166,6 +163,11 @@ def _read_zstd_frames(frames: list[bytes]) -> tuple[SpanBatch, str]:
 
 
 def _read_protobuf(data: bytes) -> tuple[SpanBatch, str]:
+    # Here, not at import: reading JSON files never loads protobuf.
+    from google.protobuf.message import DecodeError
+
+    from otel_traj.adapters.otlp_proto import parse_request, views_from_request
+
     # A plain request starts with field 1 (resource_spans, tag 0x0A); a length prefix of a message
     # under 16 MiB starts with a zero byte.
     frames = _delimited_frames(data) if data[:1] == b"\x00" else None

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from otel_traj.adapters import TraceFileError
 from otel_traj.adapters.files import SkippedFile, TraceInputs, read_trace_inputs
-from otel_traj.cases import CaseFileError, apply_cases, load_cases, summary_lines
 from otel_traj.config import AssemblerConfig
 from otel_traj.grader import Grader
 from otel_traj.live import subject_attributes
@@ -25,8 +24,6 @@ from otel_traj.pipeline import ungraded
 from otel_traj.policy import PolicyError, load_policy
 from otel_traj.progress import track
 from otel_traj.reports import RENDERERS, render
-from otel_traj.reports.html import write_html
-from otel_traj.serialize import verdict_to_dict
 
 if TYPE_CHECKING:
     from otel_traj.trajectory import Trajectory
@@ -76,11 +73,17 @@ def run(args: argparse.Namespace) -> int:
     except PolicyError as exc:
         print(f"otel-traj: invalid policy\n{exc}", file=sys.stderr)
         return EXIT_INPUT
-    try:
-        cases = load_cases(args.cases) if args.cases else None
-    except CaseFileError as exc:
-        print(f"otel-traj: invalid cases: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+    cases = None
+    if args.cases:
+        # Golden cases, the HTML report and Langfuse load only when asked for: a plain grade is
+        # mostly start-up, in CI and pre-commit hooks.
+        from otel_traj.cases import CaseFileError, load_cases
+
+        try:
+            cases = load_cases(args.cases)
+        except CaseFileError as exc:
+            print(f"otel-traj: invalid cases: {exc}", file=sys.stderr)
+            return EXIT_INPUT
     try:
         inputs = read_trace_inputs(args.paths)
     except TraceFileError as exc:
@@ -100,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     verdicts = [grade(t) for t in track(trajectories, "grading")]
     if cases is not None:
+        from otel_traj.cases import apply_cases, summary_lines
+
         verdicts, case_report = apply_cases(verdicts, cases, args.match_on)
         print("\n".join(summary_lines(case_report)), file=sys.stderr)
     report = render(args.format, verdicts)
@@ -112,13 +117,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(report)
     if args.html:
+        from otel_traj.reports.html import write_html
+        from otel_traj.serialize import verdict_to_dict
+
         try:
             write_html(args.html, [verdict_to_dict(v) for v in verdicts])
         except OSError as exc:
             print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
             return EXIT_INPUT
     if args.langfuse:
-        # Only this option needs the Langfuse client and its HTTP stack: a plain grade never loads them.
         from otel_traj.sinks.langfuse import send_verdicts
 
         try:
