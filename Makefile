@@ -11,13 +11,15 @@ JS_STAMP := $(JS_TESTS)/node_modules/.installed
 
 .PHONY: test demo bench lint fixtures clean
 
+# pip is upgraded first: the resolver of the pip a venv starts with (23.2 for Python 3.11) gives up
+# on the dev and examples extras together; the current one finds the SDK release all of them accept.
 $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-# Strands holds the OpenTelemetry SDK at 1.45.1 (it pins opentelemetry-instrumentation-threading);
+# Strands holds the OpenTelemetry SDK at 1.45.1 (through opentelemetry-instrumentation-threading);
 # the package and the other frameworks accept that release, so every example runs from this venv.
 $(DEV_STAMP): $(BASE_STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,examples]'
