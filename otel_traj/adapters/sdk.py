@@ -25,39 +25,30 @@ def from_readable_span(span: ReadableSpan, wanted: Wanted | None = None) -> Span
     if context is None or not isinstance(name, str):
         raise ValueError(f"span {name!r}: no span context, or a name that is not text")
     parent = span.parent
-    parent_id = parent.span_id if parent is not None else None
-    parent_is_remote = parent is not None and parent.is_remote
-    attributes = span.attributes or EMPTY
-    if wanted is not None and not wanted(name, attributes):
-        return SpanView(
-            trace_id=context.trace_id,
-            span_id=context.span_id,
-            parent_id=parent_id,
-            name=name,
-            start_ns=span.start_time or 0,
-            end_ns=span.end_time or 0,
-            parent_is_remote=parent_is_remote,
-        )
-    status = span.status
-    scope = span.instrumentation_scope
-    return SpanView(
+    view = SpanView(
         trace_id=context.trace_id,
         span_id=context.span_id,
-        parent_id=parent_id,
+        parent_id=parent.span_id if parent is not None else None,
         name=name,
         start_ns=span.start_time or 0,
         end_ns=span.end_time or 0,
-        # A plain dict: the dialects probe many absent keys, which the SDK's attribute mapping answers by
-        # raising and catching KeyError in Python, and the attributes are read several times.
-        attributes=dict(attributes),
-        events=span.events,
-        status_code=_STATUS.get(status.status_code, STATUS_UNSET),
-        status_message=status.description,
-        kind=span.kind.value,
-        parent_is_remote=parent_is_remote,
-        resource=span.resource.attributes,
-        scope_name=scope.name if scope is not None else "",
+        parent_is_remote=parent is not None and parent.is_remote,
     )
+    attributes = span.attributes or EMPTY
+    if wanted is not None and not wanted(name, attributes):
+        return view
+    # A plain dict: the dialects probe many absent keys, which the SDK's attribute mapping answers by
+    # raising and catching KeyError in Python, and the attributes are read several times.
+    view.attributes = dict(attributes)
+    view.events = span.events
+    status = span.status
+    view.status_code = _STATUS.get(status.status_code, STATUS_UNSET)
+    view.status_message = status.description
+    view.kind = span.kind.value
+    view.resource = span.resource.attributes
+    scope = span.instrumentation_scope
+    view.scope_name = scope.name if scope is not None else ""
+    return view
 
 
 def trace_id_of(span: ReadableSpan) -> int:
