@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from examples._scenario import EXPECTED_PATH
-from tests.example_runs import missing_modules, python_for, run_module
+from tests.example_runs import missing_modules, run_module
 from tests.installed import not_installed
 
 # example module -> the packages it imports
@@ -25,7 +25,7 @@ EXAMPLES = {
 
 @pytest.mark.parametrize("example", list(EXAMPLES))
 def test_example_prints_its_verdict(example: str) -> None:
-    missing = missing_modules(EXAMPLES[example], python_for(f"examples.{example}"))
+    missing = missing_modules(EXAMPLES[example])
     if missing:
         not_installed(", ".join(missing), "the examples extra: make test")
     proc = run_module(f"examples.{example}")
