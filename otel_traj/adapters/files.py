@@ -117,6 +117,9 @@ def _json_documents(text: str) -> Iterator[Any]:
             raise _Unreadable(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
         except RecursionError:
             raise _Unreadable("invalid JSON: nested too deeply") from None
+        except ValueError as exc:
+            # An integer longer than Python converts from a string (``sys.get_int_max_str_digits``).
+            raise _Unreadable(f"invalid JSON: {exc}") from None
         yield doc
 
 

@@ -68,7 +68,11 @@ def decode_protobuf(data: bytes) -> SpanBatch:
 def decode_json(data: bytes) -> SpanBatch:
     try:
         doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise InvalidRequest("invalid JSON: nested too deeply") from None
+    except ValueError as exc:
+        # Besides syntax and encoding errors: an integer longer than Python converts from a string
+        # (``sys.get_int_max_str_digits``) is the sender's mistake too, not the receiver's.
         raise InvalidRequest(f"invalid JSON: {exc}") from None
     if doc == {}:
         return SpanBatch()
