@@ -161,8 +161,15 @@ def run(args: argparse.Namespace) -> int:
             line += f" (TLS on the OTLP ports{mutual})"
         print(line, flush=True)
 
+    from otel_traj.serve.listen import PortUnavailable
+
     try:
         return service.run(started)
+    except PortUnavailable as exc:
+        flag = "--" + exc.setting.replace("_", "-")
+        print(f"otel-traj serve: {flag} {exc.port}: {exc.reason} (--host {exc.host})", file=sys.stderr)
+        service.stop()
+        return 2
     except OSError as exc:
         print(f"otel-traj serve: {exc}", file=sys.stderr)
         service.stop()

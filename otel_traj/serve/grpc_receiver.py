@@ -22,6 +22,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from otel_traj.serve.codec import decode_protobuf, response
 from otel_traj.serve.ingest import INTERNAL_ERROR, Ingest, InvalidRequest, Refused
+from otel_traj.serve.listen import why_unavailable
 from otel_traj.serve.tls import ServedCertificate, TlsFiles
 
 logger = logging.getLogger("otel_traj.serve")
@@ -86,7 +87,12 @@ class GrpcReceiver:
                     },
                 )
             ],
-            options=[("grpc.max_receive_message_length", max_request_bytes)],
+            options=[
+                ("grpc.max_receive_message_length", max_request_bytes),
+                # grpcio shares a port with any other process that asks (SO_REUSEPORT): a second
+                # service on it would silently receive part of every trace. Binding must fail instead.
+                ("grpc.so_reuseport", 0),
+            ],
             # Beyond this many calls in progress grpcio answers RESOURCE_EXHAUSTED right away instead
             # of queueing without bound.
             maximum_concurrent_rpcs=workers * 4,
@@ -98,9 +104,7 @@ class GrpcReceiver:
             else:
                 self.port = self._server.add_secure_port(address, _following(tls))
         except RuntimeError:
-            raise OSError(
-                f"cannot listen on {host}:{port} (OTLP/gRPC): address in use or not available"
-            ) from None
+            raise why_unavailable("grpc_port", host, port) from None
 
     def start(self) -> None:
         self._server.start()

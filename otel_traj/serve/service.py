@@ -31,6 +31,7 @@ from otel_traj.serve.grpc_receiver import GrpcReceiver
 from otel_traj.serve.health import HealthApp, register_service_metrics
 from otel_traj.serve.http_receiver import OtlpHttpApp
 from otel_traj.serve.ingest import Ingest
+from otel_traj.serve.listen import PortUnavailable, listen
 from otel_traj.serve.policy_holder import PolicyHolder
 from otel_traj.serve.settings import ServeSettings
 from otel_traj.serve.tls import ServedCertificate, TlsFiles, follow_in_handshakes, load_tls
@@ -88,15 +89,6 @@ class Ports:
     metrics: int
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    return sock
-
-
 def langfuse_configured() -> bool:
     return bool(os.environ.get("LANGFUSE_PUBLIC_KEY") and os.environ.get("LANGFUSE_SECRET_KEY"))
 
@@ -152,10 +144,20 @@ class Service:
         self._grpc = GrpcReceiver(
             self.ingest, s.host, s.grpc_port, s.auth_token, s.max_request_bytes, s.grpc_workers, self.tls
         )
+        # Every port is bound before anything is served: a port already taken stops startup with
+        # nothing started.
+        http_sock: socket.socket | None = None
+        try:
+            http_sock = listen("http_port", s.host, s.http_port)
+            metrics_sock = listen("metrics_port", s.host, s.metrics_port)
+        except PortUnavailable:
+            if http_sock is not None:
+                http_sock.close()
+            self._grpc.stop(0)
+            self._grpc = None
+            raise
         self._grpc.start()
         self._http_app = OtlpHttpApp(self.ingest, s.auth_token, s.max_request_bytes)
-        http_sock = _listen(s.host, s.http_port)
-        metrics_sock = _listen(s.host, s.metrics_port)
         self._servers = [
             uvicorn.Server(_uvicorn_config(self._http_app, limit_concurrency=1024, tls=self.tls)),
             uvicorn.Server(_uvicorn_config(self._health, limit_concurrency=64)),
