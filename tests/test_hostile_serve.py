@@ -3,13 +3,15 @@ a taken port, a token read from the process list, connections opened and left id
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import grpc
 import pytest
 
-from tests.serve_helpers import ROOT, Served, cli_env
+from tests.serve_helpers import FIXTURES, ROOT, STARTED, Served, cli_env, post, trace_ids_of
 
 
 def serve_exit(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -46,3 +48,93 @@ def test_a_second_service_on_a_taken_port_fails_naming_the_flag_and_the_port(
     assert f"otel-traj serve: {flag} {taken}: address in use" in second.stderr
     assert "Errno" not in second.stderr
     assert "listening" not in second.stdout
+
+
+RUN = FIXTURES / "pydantic_ai" / "clean.otlp.pb"
+FREE_PORTS = ("--grpc-port", "0", "--http-port", "0", "--metrics-port", "0")
+TOKEN = "s3cr3t-token-from-a-file"
+
+
+def test_a_token_read_from_a_file_guards_both_ports_and_stays_out_of_the_process_list(
+    tmp_path: Path,
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(f"  {TOKEN}\n\n")
+    body = RUN.read_bytes()
+    service = Served(tmp_path, "--auth-token-file", str(token_file))
+    try:
+        cmdline = Path(f"/proc/{service.proc.pid}/cmdline").read_bytes()
+        assert str(token_file).encode() in cmdline
+        assert TOKEN.encode() not in cmdline
+
+        bearer = (("authorization", f"Bearer {TOKEN}"),)
+        assert not service.export_raw(body, bearer).HasField("partial_success")
+        for metadata in ((), (("authorization", "Bearer wrong"),), (("authorization", f"Bearer  {TOKEN}"),)):
+            with pytest.raises(grpc.RpcError) as refused:
+                service.export_raw(body, metadata)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+        assert service.post(body, headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
+        assert service.post(body, headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert service.post(body)[0] == 401
+        counted = {
+            transport: service.metric(
+                "otel_traj_receiver_requests_total", result="unauthorized", transport=transport
+            )
+            for transport in ("grpc", "http")
+        }
+        assert counted == {"grpc": 3, "http": 2}
+    finally:
+        assert service.stop() == 0
+    assert set(service.verdicts()) == trace_ids_of(body)
+
+
+def test_the_token_file_comes_from_the_environment_too(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    env = {**cli_env(), "OTEL_TRAJ_AUTH_TOKEN_FILE": str(token_file)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "otel_traj.cli", "serve", "--store", "", *FREE_PORTS],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        match = STARTED.search(proc.stdout.readline())
+        assert match is not None
+        url = f"http://127.0.0.1:{match.group(2)}/v1/traces"
+        assert post(url, RUN.read_bytes(), headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
+        assert post(url, RUN.read_bytes())[0] == 401
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        proc.stdout.close()
+
+
+@pytest.mark.parametrize("content", [None, "", " \n\t\n"])
+def test_a_missing_or_empty_token_file_stops_startup_naming_it(tmp_path: Path, content: str | None) -> None:
+    token_file = tmp_path / "token"
+    if content is not None:
+        token_file.write_text(content)
+    result = serve_exit(*FREE_PORTS, "--auth-token-file", str(token_file))
+    assert result.returncode == 2
+    assert str(token_file) in result.stderr
+    assert "listening" not in result.stdout
+
+
+def test_a_token_and_a_token_file_together_stop_startup(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    result = serve_exit(
+        *FREE_PORTS,
+        "--auth-token",
+        "other",
+        "--auth-token-file",
+        str(token_file),
+    )
+    assert result.returncode == 2
+    assert "auth_token and auth_token_file" in result.stderr
+    assert "listening" not in result.stdout

@@ -21,6 +21,7 @@ SETTINGS = {
     "--metrics-port": ("OTEL_TRAJ_METRICS_PORT", "19464", lambda s: s.metrics_port),
     "--store": ("OTEL_TRAJ_STORE", "v.db", lambda s: s.store),
     "--auth-token": ("OTEL_TRAJ_AUTH_TOKEN", "secret", lambda s: s.auth_token),
+    "--auth-token-file": ("OTEL_TRAJ_AUTH_TOKEN_FILE", None, lambda s: s.auth_token_file),
     "--tls-cert": ("OTEL_TRAJ_TLS_CERT", None, lambda s: s.tls_cert),
     "--tls-key": ("OTEL_TRAJ_TLS_KEY", None, lambda s: s.tls_key),
     "--tls-client-ca": ("OTEL_TRAJ_TLS_CLIENT_CA", None, lambda s: s.tls_client_ca),

@@ -49,7 +49,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--auth-token",
-        help="require `Authorization: Bearer TOKEN` (env OTEL_TRAJ_AUTH_TOKEN, default none)",
+        help="require `Authorization: Bearer TOKEN`; every local user can read it in the process "
+        "list, prefer --auth-token-file (env OTEL_TRAJ_AUTH_TOKEN, default none)",
+    )
+    parser.add_argument(
+        "--auth-token-file",
+        metavar="FILE",
+        help="require `Authorization: Bearer TOKEN`, the token read from FILE at startup "
+        "(env OTEL_TRAJ_AUTH_TOKEN_FILE, default none)",
     )
     parser.add_argument(
         "--tls-cert",

@@ -103,6 +103,8 @@ class Service:
             if settings.tls_cert and settings.tls_key
             else None
         )
+        # Read once: a token file changed later takes effect on restart, as the flag would.
+        self.auth_token = settings.bearer_token()
         self.policy = PolicyHolder(settings.policy)
         self.stats = PipelineStats()
         self.prometheus = PrometheusSink()
@@ -142,7 +144,7 @@ class Service:
     def start(self) -> Ports:
         s = self.settings
         self._grpc = GrpcReceiver(
-            self.ingest, s.host, s.grpc_port, s.auth_token, s.max_request_bytes, s.grpc_workers, self.tls
+            self.ingest, s.host, s.grpc_port, self.auth_token, s.max_request_bytes, s.grpc_workers, self.tls
         )
         # Every port is bound before anything is served: a port already taken stops startup with
         # nothing started.
@@ -157,7 +159,7 @@ class Service:
             self._grpc = None
             raise
         self._grpc.start()
-        self._http_app = OtlpHttpApp(self.ingest, s.auth_token, s.max_request_bytes)
+        self._http_app = OtlpHttpApp(self.ingest, self.auth_token, s.max_request_bytes)
         self._servers = [
             uvicorn.Server(_uvicorn_config(self._http_app, limit_concurrency=1024, tls=self.tls)),
             uvicorn.Server(_uvicorn_config(self._health, limit_concurrency=64)),

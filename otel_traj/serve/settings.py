@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from otel_traj.config import AssemblerConfig, env_float, env_int, env_str
 
@@ -19,6 +20,8 @@ class ServeSettings:
     on TLS (given together; the metrics port stays plain HTTP for scrapers and probes).
     ``tls_client_ca``: PEM certificates of the authorities whose client certificates the OTLP ports
     accept (mutual TLS: a client without such a certificate is refused at the handshake).
+    ``auth_token_file``: a file holding the bearer token, read once by :meth:`bearer_token` (a token
+    on the command line is visible to every local user); give it or ``auth_token``, not both.
     """
 
     host: str = field(default_factory=lambda: env_str("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
@@ -28,6 +31,7 @@ class ServeSettings:
     policy: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_POLICY", None))
     store: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_STORE", "otel-traj.db"))
     auth_token: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_AUTH_TOKEN", None))
+    auth_token_file: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_AUTH_TOKEN_FILE", None))
     tls_cert: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_TLS_CERT", None))
     tls_key: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_TLS_KEY", None))
     tls_client_ca: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_TLS_CLIENT_CA", None))
@@ -50,6 +54,8 @@ class ServeSettings:
             )
         if self.tls_client_ca and not self.tls_cert:
             raise ValueError("tls_client_ca: client certificates need TLS, give tls_cert and tls_key too")
+        if self.auth_token and self.auth_token_file:
+            raise ValueError("auth_token and auth_token_file: give one or the other, not both")
         if self.max_request_bytes < 1:
             raise ValueError(f"max_request_bytes={self.max_request_bytes}: must be positive")
         if self.retry_after_s < 0:
@@ -58,3 +64,17 @@ class ServeSettings:
             raise ValueError(
                 f"store_queue={self.store_queue}, grpc_workers={self.grpc_workers}: must be >= 1"
             )
+
+    def bearer_token(self) -> str | None:
+        """The token requests must bear: ``auth_token``, else the content of ``auth_token_file``
+        (surrounding whitespace stripped), else None. An unreadable or empty file is a ValueError."""
+        if not self.auth_token_file:
+            return self.auth_token
+        try:
+            token = Path(self.auth_token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ValueError(f"auth_token_file {self.auth_token_file!r}: cannot read it: {reason}") from None
+        if not token:
+            raise ValueError(f"auth_token_file {self.auth_token_file!r}: the file holds no token")
+        return token
