@@ -9,6 +9,7 @@ from otel_traj.checks.base import (
     NOT_CAPTURED,
     ArgsKey,
     CallKeys,
+    _freeze,
     args_key,
     count,
     failure,
@@ -36,11 +37,15 @@ def _idempotency_key(call: ToolCall, declared: str | None) -> str | None:
     return next((k for k in call.arguments if _IDEMPOTENCY_NAME.search(k)), None)
 
 
-def _rekeyed(earlier: dict[str, Any], later: dict[str, Any], key: str) -> bool:
-    """Same request except for a different idempotency key: the dedup guard was defeated."""
-    if earlier.get(key) == later.get(key):
-        return False
-    return {k: v for k, v in earlier.items() if k != key} == {k: v for k, v in later.items() if k != key}
+def _key_names(arguments: dict[str, Any], declared: str | None) -> list[str]:
+    """Every argument a later call may take as this call's idempotency key."""
+    if declared is not None:
+        return [declared] if declared in arguments else []
+    return [k for k in arguments if _IDEMPOTENCY_NAME.search(k)]
+
+
+def _rest(tool: str, arguments: dict[str, Any], key: str) -> tuple[str, str, Any]:
+    return tool, key, _freeze({k: v for k, v in arguments.items() if k != key})
 
 
 def check_side_effects(
@@ -49,7 +54,9 @@ def check_side_effects(
     """``keys``: ``args_keys(traj.tool_calls)`` when the caller has them already."""
     contracts = tools.contracts
     successes: dict[tuple[str, ArgsKey], list[ToolCall]] = {}
-    history: dict[str, list[dict[str, Any]]] = {}
+    # (tool, key name, the other arguments) -> each distinct key value seen -> its first raw value:
+    # a retry is looked up, not compared with every earlier write of the tool.
+    keyed: dict[tuple[str, str, Any], dict[Any, Any]] = {}
     problems: list[str] = []
     steps: list[str] = []
     writes = 0
@@ -68,14 +75,18 @@ def check_side_effects(
             successes.setdefault((call.name, key), []).append(call)
         idem = _idempotency_key(call, contract.idempotency_key)
         if idem is not None and call.arguments is not None:
-            for earlier in history.get(call.name, []):
-                if idem in earlier and _rekeyed(earlier, call.arguments, idem):
-                    problems.append(
-                        f"{call.name} retried with a new {idem} ({earlier[idem]} -> {call.arguments[idem]})"
-                    )
+            arguments = call.arguments
+            mine = _freeze(arguments[idem])
+            # Distinct values in order of first use: the first that differs is the earliest rekeyed call.
+            for value, raw in keyed.get(_rest(call.name, arguments, idem), {}).items():
+                if value != mine:
+                    problems.append(f"{call.name} retried with a new {idem} ({raw} -> {arguments[idem]})")
                     steps.append(step_id(call))
                     break
-            history.setdefault(call.name, []).append(call.arguments)
+            for name in _key_names(arguments, contract.idempotency_key):
+                keyed.setdefault(_rest(call.name, arguments, name), {}).setdefault(
+                    _freeze(arguments[name]), arguments[name]
+                )
     for calls in successes.values():
         if len(calls) > 1:
             problems.append(f"{label(calls[0])} succeeded {len(calls)} times with the same arguments")
