@@ -15,6 +15,7 @@ receiver's request threads, never by the application's span hooks.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -30,6 +31,8 @@ from otel_traj.records import RecordMaker, SpanRecord, TraceContext, nonempty_st
 from otel_traj.spanview import SpanView, Wanted
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, Step, ToolCall
+
+logger = logging.getLogger("otel_traj")
 
 
 class SpanReader(NamedTuple):
@@ -130,7 +133,7 @@ class Assembler:
         """
         track_starts = self.track_starts
         ready_at = time.monotonic() + self.config.grace_s
-        accepted = ignored = late = 0
+        accepted = ignored = late = malformed = 0
         with self._lock:
             buffers, done = self._buffers, self._done
             if max_traces is not None and buffers:
@@ -142,30 +145,36 @@ class Assembler:
                 if trace_id in done:
                     late += 1
                     continue
-                buf = buffers.get(trace_id)
-                if buf is None:
-                    # In-process, a span with nothing for us opens no buffer (a root ending first
-                    # means the trace had no GenAI step). Received spans always do: children may
-                    # come later.
-                    if step is None and track_starts and (record.is_local_root or not record.captured):
+                try:
+                    buf = buffers.get(trace_id)
+                    if buf is None:
+                        # In-process, a span with nothing for us opens no buffer (a root ending first
+                        # means the trace had no GenAI step). Received spans always do: children may
+                        # come later.
+                        if step is None and track_starts and (record.is_local_root or not record.captured):
+                            ignored += 1
+                            continue
+                        buf = self._new_buffer(record)
+                    self._record(buf, record)
+                    if step is None:
                         ignored += 1
-                        continue
-                    buf = self._new_buffer(record)
-                self._record(buf, record)
-                if step is None:
-                    ignored += 1
-                else:
-                    accepted += 1
-                    self._add_step(buf, step)
-                    if buf.metadata is None:
-                        buf.metadata = record.metadata
-                if not track_starts and self._looks_complete(buf):
-                    buf.ready_at = ready_at
-                    self._candidates.add(trace_id)
+                    else:
+                        accepted += 1
+                        self._add_step(buf, step)
+                        if buf.metadata is None:
+                            buf.metadata = record.metadata
+                    if not track_starts and self._looks_complete(buf):
+                        buf.ready_at = ready_at
+                        self._candidates.add(trace_id)
+                except Exception:
+                    # One hostile span costs that span, not the others of the request or tick.
+                    malformed += 1
+                    self.stats.count_internal_error()
             spans = self._spans
             spans["accepted"] += accepted
             spans["ignored"] += ignored
             spans["late"] += late
+            spans["malformed"] += malformed
         return True
 
     # -- internals (lock held) ------------------------------------------------------------------
@@ -189,6 +198,13 @@ class Assembler:
         oldest.ready_at = 0.0
         self._candidates.add(oldest.context.trace_id)
         self.stats.count_dropped("max_traces")
+
+    def _take(self, trace_id: int) -> _Buffer:
+        buf = self._buffers.pop(trace_id)
+        self._candidates.discard(trace_id)
+        self._live_dirty.discard(trace_id)
+        self._remember_done(trace_id)
+        return buf
 
     def _record(self, buf: _Buffer, record: SpanRecord) -> None:
         """What a span tells about its trace besides its step: times, root, captured values and, for
@@ -264,9 +280,8 @@ class Assembler:
         ``expire_all`` also hands over every unfinished trace, marked incomplete (shutdown)."""
         now = time.monotonic()
         ttl = self.config.ttl_s
-        out: list[Finished] = []
-        taken: list[tuple[_Buffer, bool]] = []
         with self._lock:
+            taken: list[tuple[_Buffer, bool]] = []
             buffers = self._buffers
             due = set(buffers) if expire_all else set(self._candidates)
             for trace_id, buf in buffers.items():  # the expired ones lead
@@ -280,17 +295,24 @@ class Assembler:
                 expired = now - buf.created >= ttl or buf.ready_at == 0.0 or expire_all
                 if not (ready or expired):
                     continue
-                del buffers[trace_id]
-                self._candidates.discard(trace_id)
-                self._live_dirty.discard(trace_id)
-                self._remember_done(trace_id)
-                if buf.steps:
-                    taken.append((buf, complete))
+                self._take(trace_id)
+                taken.append((buf, complete))
             self.stats.traces_in_flight = len(self._buffers)
-        for buf, complete in taken:
+        return [run for run in (self._hand_over(*item) for item in taken) if run is not None]
+
+    def _hand_over(self, buf: _Buffer, complete: bool) -> Finished | None:
+        # Guarded: a run that cannot be handed over costs that run only (counted).
+        ctx = buf.context
+        if not buf.steps:
+            return None
+        try:
             self._apply_metadata(buf)
-            out.append(Finished(buf.context, buf.steps, complete))
-        return out
+        except Exception:
+            self.stats.count_internal_error()
+            self.stats.count_dropped("internal_error")
+            logger.exception("otel-traj could not hand over trace %032x", ctx.trace_id)
+            return None
+        return Finished(ctx, buf.steps, complete)
 
     def _apply_metadata(self, buf: _Buffer) -> None:
         """Captured keys that only the run's metadata JSON holds (``metadata={"app.customer_id": …}``)."""

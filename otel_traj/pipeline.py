@@ -232,6 +232,7 @@ class Pipeline:
 
     def _failed(self, trace_id: int) -> None:
         self.stats.count_internal_error()
+        self.stats.count_dropped("internal_error")
         logger.exception("otel-traj could not grade trace %032x", trace_id)
 
     # -- lifecycle ------------------------------------------------------------------------------

@@ -1,0 +1,121 @@
+"""Hostile input and caps under load: one bad run costs that run only, ``max_traces`` is a bound,
+spans that never end are forgotten after the TTL, and runs that lost spans to the backlog are never
+graded as complete. Real TracerProvider with the TrajectoryProcessor, real OTLP ingest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Span, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer, set_span_in_context
+
+from otel_traj.config import AssemblerConfig
+from otel_traj.dialects.context import metadata_values
+from otel_traj.pipeline import Pipeline
+from otel_traj.processor import TrajectoryProcessor
+from otel_traj.serve.codec import decode_protobuf
+from otel_traj.serve.ingest import Ingest
+from otel_traj.verdict import Verdict
+from tests.semconv_agent import clean_refund, emit
+
+RESOURCE = Resource.create({"service.name": "support-svc"})
+# Deeper than any JSON parser recurses: the shape that once took every run of its tick along.
+DEEP = "[" * 100_000
+
+
+class Harness:
+    def __init__(self, config: AssemblerConfig, policy: Any = None) -> None:
+        self.verdicts: list[Verdict] = []
+        self.processor = TrajectoryProcessor(policy=policy, on_verdict=self.verdicts.append, config=config)
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=RESOURCE)
+        self.provider.add_span_processor(self.processor)
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.tracer = self.provider.get_tracer("test")
+        self.pipeline = self.processor.pipeline
+        self.assembler = self.pipeline.assembler
+
+
+@pytest.fixture
+def harness() -> Iterator[Callable[..., Harness]]:
+    made: list[Harness] = []
+
+    def make(config: AssemblerConfig, policy: Any = None) -> Harness:
+        made.append(Harness(config, policy))
+        return made[-1]
+
+    yield make
+    for h in made:
+        h.provider.shutdown()
+
+
+def start_run(tracer: Tracer, i: int, metadata: str | None = None) -> Span:
+    """An agent run whose root is still open and whose one tool call has ended."""
+    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
+    if metadata is not None:
+        attributes["metadata"] = metadata
+    root = tracer.start_span("invoke_agent a", attributes=attributes)
+    tool = tracer.start_span(
+        "execute_tool t",
+        context=set_span_in_context(root),
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": f"t{i}"},
+    )
+    tool.end()
+    assert isinstance(root, Span)
+    return root
+
+
+@pytest.fixture
+def metadata_blows_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run metadata parser fails on the deep JSON as it once did (RecursionError)."""
+
+    def parse(text: str, keys: Any) -> Any:
+        if text.startswith("[[[["):
+            raise RecursionError("maximum recursion depth exceeded")
+        return metadata_values(text, keys)
+
+    monkeypatch.setattr("otel_traj.assembler.metadata_values", parse)
+
+
+# -- 1. one run that cannot be handed over costs that run only ------------------------------------
+
+
+@pytest.mark.usefixtures("metadata_blows_up")
+def test_a_run_that_fails_in_assembly_costs_that_run_only_in_process(harness: Callable[..., Harness]) -> None:
+    h = harness(AssemblerConfig(grace_s=60, ttl_s=600).with_capture(("app.customer_id",)))
+    # Every run ends while the worker is held off: all eleven are handed over in one tick.
+    with h.pipeline._work_lock:
+        good = [emit(h.tracer, clean_refund(f"conv-{i}")) for i in range(10)]
+        start_run(h.tracer, 99, metadata=DEEP).end()
+    assert h.processor.force_flush(5000)
+    assert sorted(v.trajectory.trace_id for v in h.verdicts) == sorted(good)
+    assert h.processor.stats.internal_errors == 1
+    assert h.processor.stats.dropped == {"internal_error": 1}
+
+
+@pytest.mark.usefixtures("metadata_blows_up")
+def test_a_run_that_fails_in_assembly_costs_that_run_only_in_the_service() -> None:
+    verdicts: list[Verdict] = []
+    pipeline = Pipeline(callbacks=[verdicts.append], config=AssemblerConfig(grace_s=60, ttl_s=600))
+    provider = TracerProvider(resource=RESOURCE)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    good = [emit(tracer, clean_refund(f"conv-{i}")) for i in range(10)]
+    start_run(tracer, 99, metadata=DEEP).end()
+    body = encode_spans(exporter.get_finished_spans()).SerializeToString()
+    try:
+        Ingest(pipeline).accept(decode_protobuf(body))
+        assert pipeline.force_flush(5000)
+    finally:
+        pipeline.shutdown()
+        provider.shutdown()
+    assert sorted(v.trajectory.trace_id for v in verdicts) == sorted(good)
+    assert pipeline.stats.internal_errors == 1
+    assert pipeline.stats.dropped == {"internal_error": 1}
