@@ -106,6 +106,8 @@ class Assembler:
         # Traces whose ``ready_at`` is set: with the expired ones, all that ``pop_ready`` looks at, so a
         # tick costs what is ready, not every run in flight.
         self._candidates: set[int] = set()
+        # In-process runs evicted for ``max_traces``, handed over incomplete by the next ``pop_ready``.
+        self._evicted: list[_Buffer] = []
         self.make_record = RecordMaker(self.config.capture_attributes, self.config.max_chars)
         # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
         self.open_spans = OpenSpans()
@@ -119,6 +121,7 @@ class Assembler:
         self._done.clear()
         self._live_dirty.clear()
         self._candidates.clear()
+        self._evicted.clear()
         self.open_spans.clear()
 
     # -- hot path -------------------------------------------------------------------------------
@@ -180,7 +183,8 @@ class Assembler:
     # -- internals (lock held) ------------------------------------------------------------------
 
     def _new_buffer(self, record: SpanRecord) -> _Buffer:
-        if len(self._buffers) >= self.config.max_traces:
+        # Only in-process runs, which cannot be refused, are evicted (the receiver's admission bounds).
+        if self.track_starts and len(self._buffers) >= self.config.max_traces:
             self._evict_oldest()
         resource = record.resource
         ctx = TraceContext(
@@ -194,10 +198,9 @@ class Assembler:
         return buf
 
     def _evict_oldest(self) -> None:
-        oldest = next(iter(self._buffers.values()))
-        oldest.ready_at = 0.0
-        self._candidates.add(oldest.context.trace_id)
-        self.stats.count_dropped("max_traces")
+        # Out now, so that ``max_traces`` bounds what is held; its later spans count as late.
+        trace_id = next(iter(self._buffers))
+        self._evicted.append(self._take(trace_id))
 
     def _take(self, trace_id: int) -> _Buffer:
         buf = self._buffers.pop(trace_id)
@@ -281,7 +284,8 @@ class Assembler:
         now = time.monotonic()
         ttl = self.config.ttl_s
         with self._lock:
-            taken: list[tuple[_Buffer, bool]] = []
+            taken = [(buf, False, True) for buf in self._evicted]
+            self._evicted.clear()
             buffers = self._buffers
             due = set(buffers) if expire_all else set(self._candidates)
             for trace_id, buf in buffers.items():  # the expired ones lead
@@ -292,15 +296,15 @@ class Assembler:
                 buf = buffers[trace_id]
                 complete = self._looks_complete(buf)
                 ready = buf.ready_at is not None and (flush or buf.ready_at <= now) and complete
-                expired = now - buf.created >= ttl or buf.ready_at == 0.0 or expire_all
+                expired = now - buf.created >= ttl or expire_all
                 if not (ready or expired):
                     continue
                 self._take(trace_id)
-                taken.append((buf, complete))
+                taken.append((buf, complete, False))
             self.stats.traces_in_flight = len(self._buffers)
         return [run for run in (self._hand_over(*item) for item in taken) if run is not None]
 
-    def _hand_over(self, buf: _Buffer, complete: bool) -> Finished | None:
+    def _hand_over(self, buf: _Buffer, complete: bool, evicted: bool = False) -> Finished | None:
         # Guarded: a run that cannot be handed over costs that run only (counted).
         ctx = buf.context
         if not buf.steps:
@@ -312,6 +316,8 @@ class Assembler:
             self.stats.count_dropped("internal_error")
             logger.exception("otel-traj could not hand over trace %032x", ctx.trace_id)
             return None
+        if evicted:
+            self.stats.count_dropped("max_traces")
         return Finished(ctx, buf.steps, complete)
 
     def _apply_metadata(self, buf: _Buffer) -> None:

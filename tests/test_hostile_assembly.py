@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Span, TracerProvider
@@ -20,7 +22,7 @@ from otel_traj.dialects.context import metadata_values
 from otel_traj.pipeline import Pipeline
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.serve.codec import decode_protobuf
-from otel_traj.serve.ingest import Ingest
+from otel_traj.serve.ingest import Ingest, Refused
 from otel_traj.verdict import Verdict
 from tests.semconv_agent import clean_refund, emit
 
@@ -119,3 +121,77 @@ def test_a_run_that_fails_in_assembly_costs_that_run_only_in_the_service() -> No
     assert sorted(v.trajectory.trace_id for v in verdicts) == sorted(good)
     assert pipeline.stats.internal_errors == 1
     assert pipeline.stats.dropped == {"internal_error": 1}
+
+
+# -- 2. max_traces is a bound ----------------------------------------------------------------------
+
+
+def test_max_traces_bounds_runs_in_flight_and_counts_each_eviction_once(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(AssemblerConfig(grace_s=60, ttl_s=600, max_traces=100))
+    in_flight_seen: list[int] = []
+    h.processor.add_callback(lambda _: in_flight_seen.append(h.assembler.in_flight))
+    roots = [start_run(h.tracer, i) for i in range(1000)]
+    assert h.processor.force_flush(5000)
+    evicted = {r.get_span_context().trace_id for r in roots[:900]}
+    assert h.assembler.in_flight == 100
+    assert max(in_flight_seen) <= 100
+    assert h.processor.stats.traces_in_flight == 100
+    assert {v.trajectory.trace_id for v in h.verdicts} == evicted
+    assert len(h.verdicts) == 900
+    assert {v.outcome for v in h.verdicts} == {"incomplete"}
+    assert h.processor.stats.dropped == {"max_traces": 900}
+    # The evicted runs' roots end later: counted as late, not graded again; the others complete.
+    for root in roots:
+        root.end()
+    assert h.processor.force_flush(5000)
+    assert len(h.verdicts) == 1000
+    assert [v.outcome for v in h.verdicts[900:]] == ["pass"] * 100
+    assert h.processor.stats.spans["late"] == 900
+    assert h.processor.stats.dropped == {"max_traces": 900}
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(max_traces=st.integers(1, 12), runs=st.integers(0, 40), ended=st.integers(0, 40))
+def test_evictions_counted_equal_runs_handed_over_early(max_traces: int, runs: int, ended: int) -> None:
+    h = Harness(AssemblerConfig(grace_s=60, ttl_s=600, max_traces=max_traces))
+    try:
+        roots = [start_run(h.tracer, i) for i in range(runs)]
+        for root in roots[:ended]:
+            root.end()
+        assert h.processor.force_flush(5000)
+        early = [v for v in h.verdicts if not v.trajectory.complete]
+        assert h.assembler.in_flight <= max_traces
+        assert h.processor.stats.dropped.get("max_traces", 0) == len(early)
+        assert len(h.verdicts) + h.assembler.in_flight == runs
+    finally:
+        h.provider.shutdown()
+
+
+def test_the_service_refuses_instead_of_evicting_and_counts_no_drop() -> None:
+    verdicts: list[Verdict] = []
+    pipeline = Pipeline(
+        callbacks=[verdicts.append], config=AssemblerConfig(grace_s=60, ttl_s=600, max_traces=10)
+    )
+    provider = TracerProvider(resource=RESOURCE)
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    ingest = Ingest(pipeline)
+    try:
+        # An empty service takes one request of 30 traces whole, beyond max_traces.
+        for i in range(30):
+            start_run(tracer, i).end()
+        ingest.accept(decode_protobuf(encode_spans(exporter.get_finished_spans()).SerializeToString()))
+        exporter.clear()
+        start_run(tracer, 99).end()
+        with pytest.raises(Refused):
+            ingest.accept(decode_protobuf(encode_spans(exporter.get_finished_spans()).SerializeToString()))
+        assert pipeline.force_flush(5000)
+    finally:
+        pipeline.shutdown()
+        provider.shutdown()
+    assert len(verdicts) == 30
+    assert all(v.trajectory.complete for v in verdicts)
+    assert "max_traces" not in pipeline.stats.dropped
