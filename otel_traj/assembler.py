@@ -108,6 +108,7 @@ class Assembler:
         self._candidates: set[int] = set()
         # In-process runs evicted for ``max_traces``, handed over incomplete by the next ``pop_ready``.
         self._evicted: list[_Buffer] = []
+        self.clock: Callable[[], float] = time.monotonic  # replaceable: tests move time on
         self.make_record = RecordMaker(self.config.capture_attributes, self.config.max_chars)
         # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
         self.open_spans = OpenSpans()
@@ -135,7 +136,7 @@ class Assembler:
         alone opens more than ``max_traces`` traces still gets in.
         """
         track_starts = self.track_starts
-        ready_at = time.monotonic() + self.config.grace_s
+        ready_at = self.clock() + self.config.grace_s
         accepted = ignored = late = malformed = 0
         with self._lock:
             buffers, done = self._buffers, self._done
@@ -192,7 +193,7 @@ class Assembler:
             service_name=nonempty_str(resource.get("service.name")),
             service_version=nonempty_str(resource.get("service.version")),
         )
-        buf = _Buffer(context=ctx, created=time.monotonic())
+        buf = _Buffer(context=ctx, created=self.clock())
         self._buffers[record.trace_id] = buf
         self.stats.traces_in_flight = len(self._buffers)
         return buf
@@ -201,6 +202,7 @@ class Assembler:
         # Out now, so that ``max_traces`` bounds what is held; its later spans count as late.
         trace_id = next(iter(self._buffers))
         self._evicted.append(self._take(trace_id))
+        self.open_spans.forget(trace_id)
 
     def _take(self, trace_id: int) -> _Buffer:
         buf = self._buffers.pop(trace_id)
@@ -254,7 +256,8 @@ class Assembler:
         """In-process: record the spans ended since the last tick, then mark the traces whose root
         has ended and whose spans have all ended as ready (after the grace)."""
         assert self._reader is not None
-        ended, records = self.open_spans.drain()
+        now = self.clock()
+        ended, records = self.open_spans.drain(now)
         make_record, read = self.make_record, self._reader.view
         malformed = 0
         unreadable: list[int] = []
@@ -269,8 +272,10 @@ class Assembler:
         self.add_all(records)
         touched = [r.trace_id for r in records]
         self.open_spans.closed(touched + unreadable)
-        ready_at = time.monotonic() + self.config.grace_s
+        ready_at = now + self.config.grace_s
         with self._lock:
+            # Spans never ended: forgotten after the TTL, or with their trace's run when it is handed over.
+            self.open_spans.expire(now - self.config.ttl_s, keep=self._buffers)
             self._spans["malformed"] += malformed
             for trace_id in {*touched, *unreadable}:
                 buf = self._buffers.get(trace_id)
@@ -281,7 +286,7 @@ class Assembler:
     def pop_ready(self, flush: bool = False, expire_all: bool = False) -> list[Finished]:
         """Traces ready to grade. ``flush`` ignores the grace period of complete traces;
         ``expire_all`` also hands over every unfinished trace, marked incomplete (shutdown)."""
-        now = time.monotonic()
+        now = self.clock()
         ttl = self.config.ttl_s
         with self._lock:
             taken = [(buf, False, True) for buf in self._evicted]
@@ -300,6 +305,8 @@ class Assembler:
                 if not (ready or expired):
                     continue
                 self._take(trace_id)
+                if not complete:
+                    self.open_spans.forget(trace_id)
                 taken.append((buf, complete, False))
             self.stats.traces_in_flight = len(self._buffers)
         return [run for run in (self._hand_over(*item) for item in taken) if run is not None]

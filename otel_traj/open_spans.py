@@ -9,12 +9,17 @@ right after, and a count never goes below zero or reaches zero while a span is o
 When the worker falls ``max_backlog`` spans behind, the processor queues a record without a step
 instead of the span (``ended_without_step``): the step it may carry is dropped and counted, the open
 count stays right.
+
+A span that never ends would keep its trace's count forever: each count remembers when its trace was
+first seen, and the assembler forgets counts past the TTL (``expire``) or when it hands over the
+trace's run unfinished (``forget``).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
+from itertools import takewhile
 from typing import Any, TypeVar
 
 from otel_traj.records import SpanRecord
@@ -39,19 +44,27 @@ class OpenSpans:
         # Filled by the processor only when the worker is behind.
         self._stepless: deque[SpanRecord] = deque()
         self._open: dict[int, int] = {}
+        # When each counted trace was first seen, oldest first (a count reopened goes to the end).
+        self._since: dict[int, float] = {}
         # Bound C methods, called directly from the span hooks.
         self.started = self._starts.append
         self.ended = self.ended_spans.append
         self.ended_without_step = self._stepless.append
 
-    def drain(self) -> tuple[list[Any], list[SpanRecord]]:
+    def drain(self, now: float = 0.0) -> tuple[list[Any], list[SpanRecord]]:
         """The spans ended since the last drain, and the records queued in their place; the starts
-        since then are counted as open. Worker thread only; call ``closed`` for every drained end."""
+        since then are counted as open (first seen ``now``). Worker thread only; call ``closed`` for
+        every drained end."""
         ended = _drain(self.ended_spans)
         stepless = _drain(self._stepless)
-        counts = self._open
+        counts, since = self._open, self._since
         for trace_id in _drain(self._starts):
-            counts[trace_id] = counts.get(trace_id, 0) + 1
+            count = counts.get(trace_id)
+            if count is None:
+                counts[trace_id] = 1
+                since[trace_id] = now
+            else:
+                counts[trace_id] = count + 1
         return ended, stepless
 
     def closed(self, trace_ids: Iterable[int]) -> None:
@@ -61,8 +74,28 @@ class OpenSpans:
             left = counts.get(trace_id, 0) - 1
             if left > 0:
                 counts[trace_id] = left
-            else:
+            elif counts.pop(trace_id, None) is not None:
+                self._since.pop(trace_id, None)
+
+    def forget(self, trace_id: int) -> None:
+        """Stop counting a trace's open spans (its run was handed over unfinished)."""
+        if self._open.pop(trace_id, None) is not None:
+            self._since.pop(trace_id, None)
+
+    def expire(self, before: float, keep: Container[int]) -> int:
+        """Forget the counts first seen before ``before``, except those of traces in ``keep`` (their
+        buffer's own TTL forgets them); returns how many were forgotten. Costs what is past the TTL:
+        the counts are in first-seen order."""
+        since, counts = self._since, self._open
+        old = [t for t, _ in takewhile(lambda item: item[1] < before, since.items())]
+        forgotten = 0
+        for trace_id in old:
+            # Either way out of ``since``: a kept trace's count is its buffer's to forget.
+            del since[trace_id]
+            if trace_id not in keep:
                 counts.pop(trace_id, None)
+                forgotten += 1
+        return forgotten
 
     def clear(self) -> None:
         """Forget every span (a forked child: the parent's spans are the parent's). In place: the
@@ -70,6 +103,7 @@ class OpenSpans:
         for queue in (self._starts, self.ended_spans, self._stepless):
             queue.clear()
         self._open.clear()
+        self._since.clear()
 
     def is_open(self, trace_id: int) -> bool:
         return trace_id in self._open

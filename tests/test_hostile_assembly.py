@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Span, TracerProvider
@@ -195,3 +196,70 @@ def test_the_service_refuses_instead_of_evicting_and_counts_no_drop() -> None:
     assert len(verdicts) == 30
     assert all(v.trajectory.complete for v in verdicts)
     assert "max_traces" not in pipeline.stats.dropped
+
+
+# -- 3. spans that never end are forgotten ---------------------------------------------------------
+
+
+def test_spans_never_ended_are_forgotten_after_the_ttl_and_at_shutdown(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(AssemblerConfig(grace_s=0, ttl_s=600))
+    now = [1000.0]
+    h.assembler.clock = lambda: now[0]
+    never_ended = [h.tracer.start_span(f"GET /{i}") for i in range(9_000)]
+    runs = [start_run(h.tracer, i) for i in range(1_000)]
+    h.pipeline.process()
+    open_spans = h.assembler.open_spans
+    assert len(open_spans._open) == 10_000
+    now[0] += 601
+    h.pipeline.process()
+    assert open_spans._open == {} and open_spans._since == {}
+    assert len(h.verdicts) == 1_000
+    assert {v.outcome for v in h.verdicts} == {"incomplete"}
+    # Spans opened later, never ended either, are gone once the provider shuts down.
+    more = [h.tracer.start_span(f"GET /late/{i}") for i in range(100)]
+    h.pipeline.process()
+    assert len(open_spans._open) == 100
+    h.provider.shutdown()
+    assert open_spans._open == {} and open_spans._since == {}
+    assert len(never_ended) + len(runs) + len(more) == 10_100
+
+
+def test_a_count_past_the_ttl_of_a_buffered_run_goes_with_its_run(harness: Callable[..., Harness]) -> None:
+    h = harness(AssemblerConfig(grace_s=0, ttl_s=600))
+    now = [1000.0]
+    h.assembler.clock = lambda: now[0]
+    # The trace's first span opens long before its first GenAI step: its count outlives the TTL
+    # while the run's buffer does not yet, and must not make the run look complete.
+    outer = h.tracer.start_span("GET /chat")
+    h.pipeline.process()
+    now[0] += 500
+    root = start_run_under(h.tracer, outer)
+    h.pipeline.process()
+    now[0] += 200
+    h.pipeline.process()
+    assert h.verdicts == []
+    assert h.assembler.open_spans.is_open(outer.get_span_context().trace_id)
+    now[0] += 500
+    h.pipeline.process()
+    [verdict] = h.verdicts
+    assert verdict.outcome == "incomplete"
+    assert h.assembler.open_spans._open == {}
+    root.end()
+    outer.end()
+
+
+def start_run_under(tracer: Tracer, parent: trace.Span) -> trace.Span:
+    root = tracer.start_span(
+        "invoke_agent a",
+        context=set_span_in_context(parent),
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"},
+    )
+    tracer.start_span(
+        "execute_tool t",
+        context=set_span_in_context(root),
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"},
+    ).end()
+    root.end()
+    return root
