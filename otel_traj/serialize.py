@@ -1,23 +1,37 @@
-"""The JSON shape of trajectories and verdicts, shared by ``grade``, ``report`` and the store."""
+"""The JSON shape of trajectories and verdicts, shared by ``grade``, ``report`` and the store.
+
+With a ``Redactor`` (the store's default), sensitive argument values are masked in the arguments,
+results, error messages, reasons and texts written out; without one, everything is written as it is.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from otel_traj.redact import Redactor, TraceRedaction
 from otel_traj.steps import ModelCall, ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
 
 
-def tool_call_to_dict(call: ToolCall) -> dict[str, Any]:
+def _text(redaction: TraceRedaction | None, text: str | None) -> str | None:
+    return text if redaction is None or text is None else redaction.text(text)
+
+
+def tool_call_to_dict(call: ToolCall, redaction: TraceRedaction | None = None) -> dict[str, Any]:
+    arguments: Any = call.arguments
+    if arguments is None:
+        arguments = _text(redaction, call.arguments_text)
+    elif redaction is not None:
+        arguments = redaction.value(call.name, arguments)
     return {
         "step_id": call.step_id or span_hex(call.span_id),
         "name": call.name,
         "call_id": call.call_id,
-        "arguments": call.arguments if call.arguments is not None else call.arguments_text,
-        "result": call.result,
+        "arguments": arguments,
+        "result": _text(redaction, call.result),
         "ok": call.ok,
-        "error": call.error_message or call.error_type if not call.ok else None,
+        "error": _text(redaction, call.error_message or call.error_type) if not call.ok else None,
         "error_type": call.error_type,
         "observed": call.observed,
         "parallel": call.parallel,
@@ -40,14 +54,15 @@ def model_call_to_dict(call: ModelCall) -> dict[str, Any]:
     }
 
 
-def trajectory_to_dict(traj: Trajectory) -> dict[str, Any]:
+def trajectory_to_dict(traj: Trajectory, redaction: TraceRedaction | None = None) -> dict[str, Any]:
+    attributes = dict(traj.attributes)
     return {
         "trace_id": traj.trace_hex,
         "agent": traj.agent_label,
         "service_name": traj.service_name,
         "service_version": traj.service_version,
         "conversation_id": traj.conversation_id,
-        "tool_calls": [tool_call_to_dict(t) for t in traj.tool_calls],
+        "tool_calls": [tool_call_to_dict(t, redaction) for t in traj.tool_calls],
         "model_calls": [model_call_to_dict(m) for m in traj.model_calls],
         "model_turns": traj.model_turns,
         "input_tokens": traj.tokens.input,
@@ -59,34 +74,37 @@ def trajectory_to_dict(traj: Trajectory) -> dict[str, Any]:
         "duration_s": round(traj.duration_s, 6),
         "start_ns": traj.start_ns,
         "end_ns": traj.end_ns,
-        "user_input": traj.user_input,
-        "final_answer": traj.final_answer,
-        "attributes": dict(traj.attributes),
-        "errors": list(traj.errors),
+        "user_input": _text(redaction, traj.user_input),
+        "final_answer": _text(redaction, traj.final_answer),
+        "attributes": attributes if redaction is None else redaction.value("", attributes),
+        "errors": [_text(redaction, e) for e in traj.errors],
         "complete": traj.complete,
     }
 
 
-def check_to_dict(check: CheckResult) -> dict[str, Any]:
+def check_to_dict(check: CheckResult, redaction: TraceRedaction | None = None) -> dict[str, Any]:
     """The documented keys always; ``score`` (partial credit) and ``detail`` only when the check has them."""
     data: dict[str, Any] = {
         "name": check.name,
         "status": check.status,
         "severity": check.severity,
-        "reason": check.reason,
+        "reason": _text(redaction, check.reason),
         "steps": list(check.steps),
     }
     if check.score is not None:
         data["score"] = round(check.score, 4)
     if check.detail is not None:
-        data["detail"] = dict(check.detail)
+        detail = dict(check.detail)
+        data["detail"] = detail if redaction is None else redaction.value("", detail)
     return data
 
 
-def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
-    data = trajectory_to_dict(verdict.trajectory)
+def verdict_to_dict(verdict: Verdict, redactor: Redactor | None = None) -> dict[str, Any]:
+    """The verdict's JSON; with ``redactor``, sensitive values masked (see the module's docstring)."""
+    redaction = redactor.scope(verdict.trajectory) if redactor is not None else None
+    data = trajectory_to_dict(verdict.trajectory, redaction)
     data["outcome"] = verdict.outcome
     data["score"] = round(verdict.score, 4)
     data["policy_version"] = verdict.policy_version
-    data["checks"] = [check_to_dict(c) for c in verdict.checks]
+    data["checks"] = [check_to_dict(c, redaction) for c in verdict.checks]
     return data

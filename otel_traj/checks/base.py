@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from otel_traj.redact import redact_arguments, redact_text
 from otel_traj.steps import ToolCall, span_hex
 from otel_traj.verdict import CheckResult, Severity
 
@@ -71,11 +72,12 @@ def proven(calls: Iterable[ToolCall]) -> bool | None:
 
 
 def render_args(call: ToolCall, limit: int = 60) -> str:
-    """``customer_id=C023, amount=199`` — short enough for a one-line reason."""
+    """``customer_id=C023, amount=199`` — short enough for a one-line reason. Secret-looking values are
+    masked first: once cut or its whitespace folded, a value no longer matches what a sink masks."""
     if call.arguments is not None:
-        text = ", ".join(f"{k}={v}" for k, v in call.arguments.items())
+        text = ", ".join(f"{k}={v}" for k, v in redact_arguments(call.name, call.arguments).items())
     else:
-        text = call.arguments_text or ""
+        text = redact_text(call.arguments_text or "")
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

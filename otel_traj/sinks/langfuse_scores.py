@@ -19,7 +19,7 @@ import re
 import uuid
 from typing import Any, Literal
 
-from otel_traj.redact import Redactor
+from otel_traj.redact import Redactor, TraceRedaction
 from otel_traj.verdict import Verdict
 
 SCORE_PREFIX = "traj."
@@ -71,10 +71,12 @@ def score_timestamp(verdict: Verdict) -> dt.datetime:
     return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC)
 
 
-def _comment(text: str | None, redactor: Redactor, secrets: list[str]) -> str | None:
+def _comment(text: str | None, redaction: TraceRedaction) -> str | None:
+    """Redacted first, then folded to one line and cut: a value cut or folded first would no longer
+    match the secret it is."""
     if not text:
         return None
-    cleaned = redactor.clean(text, secrets)
+    cleaned = " ".join(redaction.text(text).split())
     return cleaned if len(cleaned) <= MAX_COMMENT_CHARS else cleaned[: MAX_COMMENT_CHARS - 1] + "…"
 
 
@@ -92,7 +94,7 @@ def verdict_scores(verdict: Verdict, redactor: Redactor, environment: str | None
     traj = verdict.trajectory
     trace_id = traj.trace_hex
     timestamp = wire_timestamp(score_timestamp(verdict))
-    secrets = redactor.secret_values(traj)
+    redaction = redactor.scope(traj)
     base_metadata: dict[str, Any] = {
         "policy_version": verdict.policy_version,
         "agent": traj.agent_label,
@@ -121,7 +123,7 @@ def verdict_scores(verdict: Verdict, redactor: Redactor, environment: str | None
         }
         optional = {
             "observationId": observation_id,
-            "comment": _comment(comment, redactor, secrets),
+            "comment": _comment(comment, redaction),
             "environment": environment,
         }
         # Absent rather than null: older servers reject explicit nulls on some fields.

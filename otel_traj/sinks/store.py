@@ -8,6 +8,9 @@ pipeline worker instead of dropping verdicts, the assembler fills, and the recei
 retryable status. ``shutdown`` ends that wait: as the SDK's batch processors, it writes what is queued
 within its deadline and counts what it could not write. A trace graded again (a re-run with a new
 policy) overwrites its row: the trace id is the key.
+
+Sensitive argument values are masked before they are stored (``redact``: by default the secret-looking
+keys; pass the policy's ``is_sensitive`` for its ``redact`` settings, or ``redact=False`` to keep them).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ import orjson
 
 from otel_traj.config import env_int, env_str
 from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
+from otel_traj.redact import Redactor, SensitiveKey
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.store_schema import SCHEMA_VERSION, Query, StoreError, connect, read_verdicts
@@ -130,19 +134,31 @@ def _row(verdict: Verdict) -> tuple[Any, ...]:
 # What a verdict becomes in the store: its row (the columns of ``trajectories``, its verdict JSON
 # last) and its failed checks.
 Prepared = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
+Redact = SensitiveKey | Collection[str] | bool | None
+"""What the store masks: None or True the secret-looking keys, a predicate (``Policy.is_sensitive``)
+or key names as the Langfuse sink takes them, False nothing."""
+DEFAULT_REDACTOR = Redactor()
 
 
-def prepare(verdict: Verdict) -> Prepared:
+def store_redactor(redact: Redact) -> Redactor | None:
+    if redact is False:
+        return None
+    return DEFAULT_REDACTOR if redact is None or redact is True else Redactor(redact)
+
+
+def prepare(verdict: Verdict, redactor: Redactor | None = DEFAULT_REDACTOR) -> Prepared:
     """The store's rows of a verdict. ``SqliteSink`` prepares each verdict as it is exported, while
     its objects are still in the CPU's caches: encoded by the writer in a batch of aged verdicts, the
-    same verdicts took three times as long (their objects had to come back from memory)."""
+    same verdicts took three times as long (their objects had to come back from memory). With
+    ``redactor`` (None keeps every value), sensitive values are masked in the JSON and the reasons."""
     row = _row(verdict)
+    data = verdict_to_dict(verdict, redactor)
     failed = [
-        (row[0], i, c.name, c.status, c.severity, c.reason, _json_text(c.steps))
-        for i, c in enumerate(verdict.checks)
+        (row[0], i, c.name, c.status, c.severity, d["reason"], _json_text(c.steps))
+        for i, (c, d) in enumerate(zip(verdict.checks, data["checks"], strict=True))
         if c.status == "fail"
     ]
-    return (*row, _json_text(verdict_to_dict(verdict))), failed
+    return (*row, _json_text(data)), failed
 
 
 def write_prepared(conn: sqlite3.Connection, prepared: Sequence[Prepared]) -> None:
@@ -165,9 +181,10 @@ def write_prepared(conn: sqlite3.Connection, prepared: Sequence[Prepared]) -> No
             conn.execute(_INSERT_FAILED, (_json_text(failed_checks),))
 
 
-def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict]) -> None:
-    """``write_prepared`` of the verdicts."""
-    write_prepared(conn, [prepare(v) for v in verdicts])
+def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict], redact: Redact = None) -> None:
+    """``write_prepared`` of the verdicts, redacted as ``SqliteSink`` does."""
+    redactor = store_redactor(redact)
+    write_prepared(conn, [prepare(v, redactor) for v in verdicts])
 
 
 _STOP = object()
@@ -182,10 +199,18 @@ class SqliteSink(Sink):
         max_queue: verdicts waiting for the writer; beyond it ``export`` waits (no verdict is dropped
             before shutdown). Default ``OTEL_TRAJ_STORE_QUEUE``, else 10,000.
         batch_size: verdicts per transaction at most; a lone verdict is committed at once.
+        redact: the argument values masked in what is stored: by default the secret-looking keys
+            (as the Langfuse sink); the policy's ``is_sensitive`` adds its ``redact`` settings;
+            ``False`` stores every value as it is.
     """
 
     def __init__(
-        self, *, path: str | Path | None = None, max_queue: int | None = None, batch_size: int = 500
+        self,
+        *,
+        path: str | Path | None = None,
+        max_queue: int | None = None,
+        batch_size: int = 500,
+        redact: Redact = None,
     ) -> None:
         super().__init__()
         if max_queue is None:
@@ -195,6 +220,7 @@ class SqliteSink(Sink):
         self.path = Path(path if path is not None else env_str("OTEL_TRAJ_STORE", None) or "otel-traj.db")
         self.max_queue = max_queue
         self.batch_size = batch_size
+        self._redactor = store_redactor(redact)
         self.written = 0
         self._closed = False
         # Opened here so that a bad path or a newer schema fails the constructor, not the thread.
@@ -236,7 +262,7 @@ class SqliteSink(Sink):
             self.stats.count_dropped("store_closed")
             return
         try:
-            prepared = prepare(verdict)
+            prepared = prepare(verdict, self._redactor)
         except Exception:  # a verdict that cannot be encoded costs only itself
             self.stats.count_sink_error(type(self).__name__)
             logger.exception("the verdict of trace %s cannot be stored", verdict.trajectory.trace_hex)
