@@ -9,6 +9,11 @@ Outcome, first match wins:
 - ``pass_with_warnings``: a ``warning`` check failed.
 - ``pass``: otherwise (failed ``info`` checks are reported but do not change the outcome).
 
+Budget: a run's checks may take ``grading.max_ms_per_run`` milliseconds of the policy. The check
+that goes over it and every check after it are reported ``skipped`` ("grading budget of N ms
+exceeded after check X"), except a failure that check found (a violation seen is a fact), and the
+run is graded ``incomplete`` (unless ``unsafe``): it was not fully graded.
+
 Score: the weighted share of checks that passed, skipped checks excluded, with the weights of
 :data:`SEVERITY_WEIGHTS` (critical 4, error 2, warning 1, info 0.5), so one broken safety rule costs
 more than several budget overruns. A trajectory with no runnable check scores 1.0.
@@ -32,13 +37,18 @@ from otel_traj.checks import (
     check_side_effects,
     check_tools,
 )
-from otel_traj.checks.base import ArgsKey, args_keys
+from otel_traj.checks.base import ArgsKey, args_keys, skipped
 from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Outcome, Severity, Verdict
 
 # Checks that compare argument keys; ``grade`` computes the keys once and hands them to each.
 _KEYED: frozenset[Callable[..., CheckResult]] = frozenset({check_repeats, check_recovery, check_side_effects})
+
+# Monotonic nanoseconds; tests replace it to exceed a budget deterministically.
+clock: Callable[[], int] = time.perf_counter_ns
+
+Plan = list[tuple[partial[CheckResult], bool]]
 
 SEVERITY_WEIGHTS: dict[Severity, float] = {"critical": 4.0, "error": 2.0, "warning": 1.0, "info": 0.5}
 
@@ -108,15 +118,16 @@ class Grader:
 
     def __init__(self, policy: Policy | None = None) -> None:
         self.policy = policy if policy is not None else Policy(PolicyFile())
-        self._plans: dict[int, tuple[AgentPolicy, list[tuple[partial[CheckResult], bool]]]] = {}
+        self._plans: dict[int, tuple[AgentPolicy, Plan, float | None]] = {}
 
-    def _plan(self, agent_policy: AgentPolicy) -> list[tuple[partial[CheckResult], bool]]:
-        """The planned checks, each with whether it takes the argument keys."""
+    def _plan(self, agent_policy: AgentPolicy) -> tuple[AgentPolicy, Plan, float | None]:
+        """The planned checks, each with whether it takes the argument keys, and the budget."""
         entry = self._plans.get(id(agent_policy))
         if entry is None or entry[0] is not agent_policy:
-            entry = (agent_policy, [(check, check.func in _KEYED) for check in plan_checks(agent_policy)])
+            plan = [(check, check.func in _KEYED) for check in plan_checks(agent_policy)]
+            entry = (agent_policy, plan, agent_policy.grading.max_ms_per_run)
             self._plans[id(agent_policy)] = entry
-        return entry[1]
+        return entry
 
     def grade(self, trajectory: Trajectory) -> Verdict:
         return self.grade_all([trajectory])[0]
@@ -126,32 +137,49 @@ class Grader:
         check: each check runs over all of them (of one agent policy) before the next check starts,
         so its code and data stay in the CPU's caches. On the worker's batches (a tick's runs) that
         takes a third less time than every check of one run, then every check of the next."""
-        groups: dict[int, tuple[list[tuple[partial[CheckResult], bool]], list[int]]] = {}
+        groups: dict[int, tuple[tuple[AgentPolicy, Plan, float | None], list[int]]] = {}
         for i, trajectory in enumerate(trajectories):
-            plan = self._plan(self.policy.resolve(trajectory))
-            groups.setdefault(id(plan), (plan, []))[1].append(i)
+            entry = self._plan(self.policy.resolve(trajectory))
+            groups.setdefault(id(entry), (entry, []))[1].append(i)
         results: list[list[CheckResult]] = [[] for _ in trajectories]
-        for plan, indices in groups.values():
+        # Runs over their budget: the reason their remaining checks are skipped.
+        over: dict[int, str] = {}
+        for (_, plan, budget_ms), indices in groups.values():
             keys: dict[int, list[ArgsKey | None]] = {}
+            budget_ns = budget_ms * 1_000_000 if budget_ms is not None else None
+            spent = dict.fromkeys(indices, 0)
             for check, keyed in plan:
+                name = check.func.__name__.removeprefix("check_")
+                severity = check.keywords["severity"]
                 for i in indices:
-                    trajectory = trajectories[i]
-                    if not keyed:
-                        results[i].append(check(trajectory))
+                    if i in over:
+                        results[i].append(skipped(name, severity, over[i]))
                         continue
-                    trajectory_keys = keys.get(i)
-                    if trajectory_keys is None:
-                        trajectory_keys = keys[i] = args_keys(trajectory.tool_calls)
-                    results[i].append(check(trajectory, keys=trajectory_keys))
+                    trajectory = trajectories[i]
+                    started = clock() if budget_ns is not None else 0
+                    if not keyed:
+                        result = check(trajectory)
+                    else:
+                        trajectory_keys = keys.get(i)
+                        if trajectory_keys is None:
+                            trajectory_keys = keys[i] = args_keys(trajectory.tool_calls)
+                        result = check(trajectory, keys=trajectory_keys)
+                    if budget_ns is not None:
+                        spent[i] += clock() - started
+                        if spent[i] > budget_ns:
+                            over[i] = f"grading budget of {budget_ms:g} ms exceeded after check {name}"
+                            if result.status != "fail":
+                                result = skipped(name, severity, over[i])
+                    results[i].append(result)
         now = time.time_ns()
         return [
             Verdict(
                 trajectory=trajectory,
                 checks=checks,
-                outcome=classify(checks, trajectory.complete),
+                outcome=classify(checks, trajectory.complete and i not in over),
                 score=score(checks),
                 policy_version=self.policy.policy_version,
                 graded_at_ns=now,
             )
-            for trajectory, checks in zip(trajectories, results, strict=True)
+            for i, (trajectory, checks) in enumerate(zip(trajectories, results, strict=True))
         ]

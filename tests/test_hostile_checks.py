@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from otel_traj import grader
 from otel_traj.checks import check_grounded, check_side_effects, grounded
-from otel_traj.policy import Tools
+from otel_traj.grader import Grader
+from otel_traj.policy import Tools, parse_policy
 from otel_traj.policy.models import ToolContract
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
@@ -147,3 +149,57 @@ def test_side_effects_still_names_the_first_rekeyed_write() -> None:
     assert result.status == "fail"
     assert result.reason == "pay retried with a new key (a -> c)"
     assert result.steps == ("0000000000000004",)
+
+
+def _graded(monkeypatch: pytest.MonkeyPatch, grading: dict[str, Any], deny: str = "delete_account") -> Any:
+    """Grade a short run on a clock that advances 1 ms at each reading: each check costs 1 ms."""
+    ticks = iter(range(0, 10**12, 1_000_000))
+    monkeypatch.setattr(grader, "clock", lambda: next(ticks))
+    policy = parse_policy(
+        {
+            "defaults": {
+                "order": [{"before": "list_invoices", "after": "check_payment"}],
+                "tools": {"deny": [deny]},
+                "budget": {"max_tool_calls": 5},
+                "grading": grading,
+            }
+        }
+    )
+    calls = [
+        ToolCall(name="list_invoices", span_id=1, start_ns=10, end_ns=20, arguments={}),
+        ToolCall(name="check_payment", span_id=2, start_ns=30, end_ns=40, arguments={}),
+    ]
+    return Grader(policy).grade(Trajectory(trace_id=1, tool_calls=calls, start_ns=1, end_ns=50))
+
+
+def test_a_run_over_its_grading_budget_skips_its_remaining_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    verdict = _graded(monkeypatch, {"max_ms_per_run": 1.5})
+    reason = "grading budget of 1.5 ms exceeded after check tools"
+    assert [(c.name, c.status, c.reason if c.status == "skipped" else "") for c in verdict.checks] == [
+        ("order", "pass", ""),
+        ("tools", "skipped", reason),
+        ("budget", "skipped", reason),
+    ]
+    # Not fully graded: never reported as a pass.
+    assert verdict.outcome == "incomplete"
+
+
+def test_a_violation_found_by_the_check_over_budget_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    verdict = _graded(monkeypatch, {"max_ms_per_run": 1.5}, deny="check_payment")
+    assert [(c.name, c.status) for c in verdict.checks] == [
+        ("order", "pass"),
+        ("tools", "fail"),
+        ("budget", "skipped"),
+    ]
+    assert verdict.outcome == "unsafe"
+
+
+def test_the_grading_budget_has_a_default_and_can_be_lifted(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_policy({}).defaults.grading.max_ms_per_run == 1000
+    unlimited = _graded(monkeypatch, {"max_ms_per_run": None})
+    assert [c.status for c in unlimited.checks] == ["pass", "pass", "pass"]
+    assert unlimited.outcome == "pass"

@@ -194,6 +194,14 @@ class Severities(_Section):
     repeats: Severity = "warning"
 
 
+class Grading(_Section):
+    # A run whose checks take longer than this has the rest of its checks skipped, so one hostile
+    # trajectory cannot hold the worker (and every run queued behind it).
+    max_ms_per_run: float | None = Field(
+        default=1000.0, gt=0, description="milliseconds of checks per run; null = no limit"
+    )
+
+
 class AgentPolicy(_Section):
     """The rules for one agent (``defaults`` or one ``agents.<name>`` entry, and their merge)."""
 
@@ -205,6 +213,7 @@ class AgentPolicy(_Section):
     tools: Tools | None = None
     claims: tuple[ClaimRule, ...] = ()
     severity: Severities = Field(default_factory=Severities)
+    grading: Grading = Field(default_factory=Grading)
 
     def contract(self, tool: str) -> ToolContract | None:
         return self.tools.contracts.get(tool) if self.tools is not None else None
