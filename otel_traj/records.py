@@ -12,14 +12,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_traj.dialects import may_be_step, to_step
+from otel_traj.dialects import DEFAULT_MAX_CHARS, may_be_step, to_step
+from otel_traj.dialects._base import clip_text
 from otel_traj.dialects.context import capture_sources, captured_values, metadata_text
 from otel_traj.spanview import SpanView
 from otel_traj.steps import Step
 
 
 def nonempty_str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+    """A non-empty string value (service name, conversation id) as valid text (see ``dialects._base``)."""
+    return clip_text(value, DEFAULT_MAX_CHARS) if isinstance(value, str) and value else None
 
 
 @dataclass(slots=True)
@@ -77,7 +79,11 @@ class RecordMaker:
 
     def record(self, view: SpanView, step: Step | None) -> SpanRecord:
         attributes = view.attributes
-        captured = [] if self._keys.isdisjoint(attributes) else captured_values(attributes, self.sources)
+        captured = (
+            []
+            if self._keys.isdisjoint(attributes)
+            else captured_values(attributes, self.sources, self._max_chars)
+        )
         return SpanRecord(
             trace_id=view.trace_id,
             span_id=view.span_id,

@@ -2,12 +2,18 @@
 
 Attribute values come from other people's instrumentation and from files: any of them may have the
 wrong type, hold invalid JSON or be huge. Every helper here returns ``None`` instead of raising.
+
+Text is made valid here, once, as spans become steps and records: a Python string may hold a lone
+surrogate (``"\\ud800"``, from an SDK attribute or a JSON escape) that UTF-8 cannot encode, and every
+sink, scrape and report that met one would fail. Each helper that returns text replaces them with
+U+FFFD.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -16,6 +22,31 @@ from otel_traj.spanview import STATUS_ERROR, SpanView
 # Upper bound on text we json-parse. Message lists grow with the conversation; past this size the
 # parse costs more than the step is worth, so the text fields stay empty.
 PARSE_LIMIT = 512 * 1024
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+# A ``\uXXXX`` escape of a surrogate that is not half of a pair: JSON text that decodes to a lone one.
+_LONE_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def valid_json_text(text: str | None) -> str | None:
+    """Text that may be parsed as JSON later (arguments, results): its lone surrogate escapes become
+    ``\\ufffd``, so what it decodes to is valid text too."""
+    if text is None or "\\u" not in text:
+        return text
+    return _LONE_ESCAPE.sub(r"\\ufffd", text)
+
+
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, so that it encodes as UTF-8."""
+    # ``isascii`` reads a flag CPython keeps on every string: the common case costs no scan.
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(REPLACEMENT, text)
 
 
 def loads(value: Any, limit: int = PARSE_LIMIT) -> Any:
@@ -59,21 +90,43 @@ def clip(value: Any, max_chars: int) -> tuple[str | None, bool]:
     if text is None:
         return None, False
     if len(text) > max_chars:
-        return text[: max(0, max_chars)], True
-    return text, False
+        return valid_text(text[: max(0, max_chars)]), True
+    return valid_text(text), False
 
 
 def clip_text(value: Any, max_chars: int) -> str | None:
     # Most values are short strings: they need neither ``as_text`` nor the tuple of ``clip``.
     if isinstance(value, str) and len(value) <= max_chars:
-        return value
+        return valid_text(value)
     return clip(value, max_chars)[0]
+
+
+def bounded_value(value: Any, max_chars: int) -> Any:
+    """An attribute value kept for a whole run (a captured attribute): text valid and cut to
+    ``max_chars``; a sequence cut once its items hold ``max_chars`` characters; numbers as they are."""
+    if isinstance(value, str):
+        return clip_text(value, max_chars)
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    if isinstance(value, bytes):
+        return value[:max_chars]
+    if isinstance(value, list | tuple):
+        kept: list[Any] = []
+        room = max_chars
+        for item in value:
+            if room <= 0:
+                break
+            item = bounded_value(item, room)
+            room -= len(item) if isinstance(item, str | bytes) else 1
+            kept.append(item)
+        return tuple(kept)
+    return clip_text(value, max_chars)
 
 
 def as_str(value: Any) -> str | None:
     """A non-empty identifier-like string (names, ids, models), else None."""
     if isinstance(value, str):
-        return value or None
+        return valid_text(value) or None
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return None
@@ -117,7 +170,7 @@ def str_tuple(value: Any) -> tuple[str, ...]:
         parsed = loads(value, 4096) if value.startswith("[") else None
         value = parsed if isinstance(parsed, list) else [value]
     if isinstance(value, list | tuple):
-        return tuple(item for item in value if isinstance(item, str) and item)
+        return tuple(valid_text(item) for item in value if isinstance(item, str) and item)
     return ()
 
 

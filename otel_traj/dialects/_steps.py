@@ -1,4 +1,8 @@
-"""Step constructors shared by the dialects: capping, error status and ids in one place."""
+"""Step constructors shared by the dialects: capping, valid text, error status and ids in one place.
+
+Every step is built here, so every text field of a step is cut to ``max_chars`` and holds no lone
+surrogate (see ``_base``) whichever dialect read it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,17 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from otel_traj.dialects._base import as_str, clip, clip_text, first, loads, span_error
+from otel_traj.dialects._base import (
+    as_str,
+    clip,
+    clip_text,
+    dumps,
+    first,
+    loads,
+    span_error,
+    valid_json_text,
+    valid_text,
+)
 from otel_traj.dialects._usage import Usage
 from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, LazyText, ModelCall, RequestedTool, Step, ToolCall, span_hex
@@ -35,27 +49,79 @@ def tool_call(
     arguments_text: str | None = None
     cut_arguments = False
     if isinstance(arguments, dict):
-        structured = arguments
+        structured, cut_arguments = _structured(arguments, max_chars)
     elif arguments is not None:
         arguments_text, cut_arguments = clip(arguments, max_chars)
     result_text, cut_result = clip(result, max_chars)
+    # The trajectory builder and the checks parse these as JSON: no escape may decode to invalid text.
+    arguments_text, result_text = valid_json_text(arguments_text), valid_json_text(result_text)
     return ToolCall(
-        name=clip_text(name, max_chars) or name,
+        name=clip_text(name, max_chars) or "",
         span_id=view.span_id,
         parent_id=view.parent_id,
         start_ns=view.start_ns,
         end_ns=view.end_ns,
-        call_id=as_str(call_id),
+        call_id=_short(call_id, max_chars),
         arguments=structured,
         arguments_text=arguments_text,
         result=result_text,
         ok=ok,
-        error_type=error_type,
+        error_type=clip_text(error_type, max_chars),
         error_message=clip_text(message or error_message if not ok else None, max_chars),
         dialect=dialect,
         step_id=span_hex(view.span_id),
         truncated=cut_arguments or cut_result,
     )
+
+
+def _short(value: Any, max_chars: int) -> str | None:
+    """An identifier (call id, model, conversation id), valid text cut to ``max_chars``."""
+    return clip_text(as_str(value), max_chars)
+
+
+# Nesting kept in structured arguments; deeper values are kept as their JSON text.
+_MAX_DEPTH = 16
+
+
+def _structured(arguments: dict[str, Any], max_chars: int) -> tuple[dict[str, Any], bool]:
+    """``(arguments, truncated)`` of arguments a span holds as structured data, as valid text and
+    within ``max_chars`` characters in all (keys and texts; one for each other value): what does not
+    fit is cut or left out."""
+    room = [max_chars]
+    kept = _bounded(arguments, room, 0)
+    return (kept if isinstance(kept, dict) else {}), room[0] < 0
+
+
+def _bounded(value: Any, room: list[int], depth: int) -> Any:
+    # ``room[0]`` is what is left of the budget; it goes below zero once something was cut.
+    if isinstance(value, str):
+        if len(value) > room[0]:
+            value = value[: max(0, room[0])]
+            room[0] = -1
+        else:
+            room[0] -= len(value)
+        return valid_text(value)
+    if isinstance(value, dict | list | tuple) and depth >= _MAX_DEPTH:
+        return _bounded(dumps(value) or "", room, depth)
+    if isinstance(value, dict):
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
+            if room[0] <= 0:
+                room[0] = -1
+                break
+            key = _bounded(str(key), room, depth)
+            kept[key] = _bounded(item, room, depth + 1)
+        return kept
+    if isinstance(value, list | tuple):
+        items: list[Any] = []
+        for item in value:
+            if room[0] <= 0:
+                room[0] = -1
+                break
+            items.append(_bounded(item, room, depth + 1))
+        return items
+    room[0] -= 1
+    return value
 
 
 # Where a dialect's tool spans keep ``(call id, arguments, result)``: the first present key of each.
@@ -110,26 +176,36 @@ def model_call(
     output_text: Any = None,
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
+    if any(len(reason) > max_chars for reason in finish_reasons):
+        finish_reasons = tuple(reason[:max_chars] for reason in finish_reasons)
     return ModelCall(
         span_id=view.span_id,
         parent_id=view.parent_id,
         start_ns=view.start_ns,
         end_ns=view.end_ns,
-        model=as_str(model),
-        provider=as_str(provider),
+        model=_short(model, max_chars),
+        provider=_short(provider, max_chars),
         input_tokens=usage.input,
         output_tokens=usage.output,
         cache_read_tokens=usage.cache_read,
         cache_write_tokens=usage.cache_write,
         reasoning_tokens=usage.reasoning,
-        finish_reasons=finish_reasons,
-        requested_tools=requested,
+        finish_reasons=tuple(map(valid_text, finish_reasons)),
+        requested_tools=tuple(_requested(tool, max_chars) for tool in requested),
         input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),
         ok=ok,
-        error_type=error_type,
+        error_type=clip_text(error_type, max_chars),
         dialect=dialect,
     )
+
+
+def _requested(tool: RequestedTool, max_chars: int) -> RequestedTool:
+    name, call_id = clip_text(tool.name, max_chars) or "", _short(tool.call_id, max_chars)
+    arguments = valid_json_text(clip_text(tool.arguments_text, max_chars))
+    if (name, call_id, arguments) == (tool.name, tool.call_id, tool.arguments_text):
+        return tool
+    return RequestedTool(name=name, call_id=call_id, arguments_text=arguments)
 
 
 def agent_run(
@@ -150,14 +226,14 @@ def agent_run(
         parent_id=view.parent_id,
         start_ns=view.start_ns,
         end_ns=view.end_ns,
-        agent_name=clip_text(as_str(name), max_chars),
-        conversation_id=as_str(conversation_id),
+        agent_name=_short(name, max_chars),
+        conversation_id=_short(conversation_id, max_chars),
         input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),
         input_tokens=usage.input if usage else None,
         output_tokens=usage.output if usage else None,
         ok=ok,
-        error_type=error_type,
+        error_type=clip_text(error_type, max_chars),
         dialect=dialect,
     )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from otel_traj.dialects._base import loads
+from otel_traj.dialects._base import bounded_value, loads, valid_text
 
 TRACELOOP_PROPERTY = "traceloop.association.properties."
 METADATA = "metadata"
@@ -28,8 +28,16 @@ def capture_sources(keys: Iterable[str]) -> dict[str, str]:
     return {key: key for key in keys} | {TRACELOOP_PROPERTY + key: key for key in keys}
 
 
-def captured_values(attributes: Mapping[str, Any], sources: Mapping[str, str]) -> list[tuple[str, Any]]:
-    return [(name, attributes[key]) for key, name in sources.items() if key in attributes]
+def captured_values(
+    attributes: Mapping[str, Any], sources: Mapping[str, str], max_chars: int
+) -> list[tuple[str, Any]]:
+    """The captured attributes present, as valid text cut to ``max_chars``: a run keeps them until it
+    is graded, whatever size the span had."""
+    return [
+        (name, bounded_value(attributes[key], max_chars))
+        for key, name in sources.items()
+        if key in attributes
+    ]
 
 
 def metadata_text(attributes: Mapping[str, Any]) -> str | None:
@@ -43,4 +51,9 @@ def metadata_values(text: str, keys: Iterable[str]) -> dict[str, Scalar]:
     data = loads(text, METADATA_LIMIT)
     if not isinstance(data, dict):
         return {}
-    return {key: value for key in keys if isinstance(value := data.get(key), Scalar)}
+    # A JSON escape (``"\\ud800"``) decodes to a lone surrogate: made valid as the attributes are.
+    return {
+        key: valid_text(value) if isinstance(value, str) else value
+        for key in keys
+        if isinstance(value := data.get(key), Scalar)
+    }
