@@ -4,13 +4,18 @@ a taken port, a token read from the process list, connections opened and left id
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 
+from otel_traj.serve import Ports, ServeSettings, Service
 from tests.serve_helpers import FIXTURES, ROOT, STARTED, Served, cli_env, post, trace_ids_of
 
 
@@ -138,3 +143,123 @@ def test_a_token_and_a_token_file_together_stop_startup(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "auth_token and auth_token_file" in result.stderr
     assert "listening" not in result.stdout
+
+
+@pytest.fixture
+def in_process(request: pytest.FixtureRequest) -> Iterator[tuple[Service, Ports]]:
+    """A service in this process whose HTTP connections may stay idle ``request.param`` seconds."""
+    service = Service(
+        ServeSettings(grpc_port=0, http_port=0, metrics_port=0, store="", idle_timeout_s=request.param)
+    )
+    try:
+        yield service, service.start()
+    finally:
+        service.stop()
+
+
+def connect(port: int, count: int) -> list[socket.socket]:
+    return [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(count)]
+
+
+def still_open(sock: socket.socket) -> bool:
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) != b""
+    except BlockingIOError:
+        return True
+    finally:
+        sock.settimeout(30)
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server closes ``sock`` within the socket's timeout (30 s) without answering."""
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+
+
+def get(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+@pytest.mark.parametrize("in_process", [600.0], indirect=True)
+def test_probes_answer_while_a_hundred_idle_connections_are_open(in_process: tuple[Service, Ports]) -> None:
+    _, ports = in_process
+    silent = connect(ports.metrics, 100)
+    speaking_slowly = connect(ports.metrics, 10)
+    for sock in speaking_slowly:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    try:
+        assert [get(ports.metrics, path) for path in ("/healthz", "/readyz", "/metrics")] == [200, 200, 200]
+        assert all(still_open(sock) for sock in silent + speaking_slowly)
+    finally:
+        for sock in silent + speaking_slowly:
+            sock.close()
+
+
+@pytest.mark.parametrize("in_process", [600.0], indirect=True)
+def test_otlp_http_accepts_exports_while_1030_idle_connections_are_open(
+    in_process: tuple[Service, Ports],
+) -> None:
+    _, ports = in_process
+    idle = connect(ports.http, 1030)
+    try:
+        status, _, _ = post(f"http://127.0.0.1:{ports.http}/v1/traces", RUN.read_bytes())
+        assert status == 200
+        assert still_open(idle[0]) and still_open(idle[-1])
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+@pytest.mark.parametrize("in_process", [0.2], indirect=True)
+def test_connections_that_send_no_complete_request_are_closed(in_process: tuple[Service, Ports]) -> None:
+    _, ports = in_process
+    silent, head_unfinished, kept_alive = connect(ports.metrics, 3)
+    head_unfinished.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    kept_alive.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = b""
+    while b"ok\n" not in answer:
+        answer += kept_alive.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 200")
+    kept_alive.sendall(b"GET /readyz HTTP/1.1\r\n")  # the next request, never finished
+    try:
+        assert closed_by_server(silent)
+        assert closed_by_server(head_unfinished)
+        assert closed_by_server(kept_alive)
+    finally:
+        for sock in (silent, head_unfinished, kept_alive):
+            sock.close()
+
+
+@pytest.mark.parametrize("in_process", [0.2], indirect=True)
+def test_a_request_whose_head_arrived_is_not_cut_by_the_idle_timeout(
+    in_process: tuple[Service, Ports],
+) -> None:
+    service, ports = in_process
+    body = RUN.read_bytes()
+    (exporting,) = connect(ports.http, 1)
+    exporting.sendall(
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body[:10]
+    )
+    # Opened after the export, this one's idle timer fires after the export's would have: once the
+    # server has closed it, the export's connection has outlived its own timer.
+    (later,) = connect(ports.http, 1)
+    try:
+        assert closed_by_server(later)
+        exporting.sendall(body[10:])
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += exporting.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200")
+    finally:
+        exporting.close()
+        later.close()
+    assert service.ingest.stats.snapshot()[0] == {("http", "ok"): 1}

@@ -12,6 +12,7 @@ import contextvars
 import faulthandler
 import gc
 import logging
+import math
 import os
 import signal
 import socket
@@ -27,6 +28,7 @@ from uvicorn.config import create_ssl_context
 
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import PolicyError
+from otel_traj.serve.connections import RequestLimit, idle_closing_protocol
 from otel_traj.serve.grpc_receiver import GrpcReceiver
 from otel_traj.serve.health import HealthApp, register_service_metrics
 from otel_traj.serve.http_receiver import OtlpHttpApp
@@ -55,6 +57,12 @@ DRAIN_S = 5.0
 # the time, 6 ms each); at 100,000 none in six such bursts in a row (RSS flat at 290 MB), and a
 # collection, when one comes, traverses ten times as much (≈ 60 ms).
 GC_GEN0_THRESHOLD = 100_000
+
+# Requests in progress on the OTLP/HTTP port and on the operations port (/metrics; the probes are not
+# counted); beyond them 503.
+HTTP_REQUESTS = 1024
+OPERATIONS_REQUESTS = 64
+PROBES = ("/healthz", "/readyz")
 
 # Both uvicorn servers log their lifecycle ("Started server process [pid]", "Shutting down", ...) on
 # the one "uvicorn.error" logger, with the same words: the operations server's INFO lines would print
@@ -160,9 +168,13 @@ class Service:
             raise
         self._grpc.start()
         self._http_app = OtlpHttpApp(self.ingest, self.auth_token, s.max_request_bytes)
+        # Limits count requests in progress, never idle connections (which the idle timeout closes);
+        # the probes are outside the operations port's limit.
+        http_app = RequestLimit(self._http_app, HTTP_REQUESTS)
+        operations_app = RequestLimit(self._health, OPERATIONS_REQUESTS, exempt=PROBES)
         self._servers = [
-            uvicorn.Server(_uvicorn_config(self._http_app, limit_concurrency=1024, tls=self.tls)),
-            uvicorn.Server(_uvicorn_config(self._health, limit_concurrency=64)),
+            uvicorn.Server(_uvicorn_config(http_app, s.idle_timeout_s, tls=self.tls)),
+            uvicorn.Server(_uvicorn_config(operations_app, s.idle_timeout_s)),
         ]
         started = threading.Event()
         failure: list[BaseException] = []
@@ -275,16 +287,18 @@ class Service:
 
 
 def _uvicorn_config(
-    app: object, limit_concurrency: int, tls: ServedCertificate | None = None
+    app: RequestLimit, idle_timeout_s: float, tls: ServedCertificate | None = None
 ) -> uvicorn.Config:
     files = tls.latest() if tls else None
     logging.getLogger("uvicorn.error").addFilter(_UVICORN_FILTER)  # once: the same filter is not added twice
     config = uvicorn.Config(
-        app,  # type: ignore[arg-type]
+        app,
         log_config=None,
         access_log=False,
         lifespan="off",
-        limit_concurrency=limit_concurrency,
+        http=idle_closing_protocol(idle_timeout_s),
+        # uvicorn's own keep-alive timer, never earlier than the protocol's idle timeout
+        timeout_keep_alive=math.ceil(idle_timeout_s),
         timeout_graceful_shutdown=int(DRAIN_S),
         server_header=False,
         ssl_certfile=str(files.cert) if files else None,

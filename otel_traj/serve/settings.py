@@ -22,6 +22,9 @@ class ServeSettings:
     accept (mutual TLS: a client without such a certificate is refused at the handshake).
     ``auth_token_file``: a file holding the bearer token, read once by :meth:`bearer_token` (a token
     on the command line is visible to every local user); give it or ``auth_token``, not both.
+    ``idle_timeout_s``: how long an HTTP connection (either port) may stay open without sending a
+    complete request head, when new or between keep-alive requests; it bounds the connections that
+    clients which never speak can hold.
     """
 
     host: str = field(default_factory=lambda: env_str("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
@@ -41,6 +44,7 @@ class ServeSettings:
     retry_after_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_RETRY_AFTER_S", 1.0))
     store_queue: int = field(default_factory=lambda: env_int("OTEL_TRAJ_STORE_QUEUE", 10_000))
     grpc_workers: int = field(default_factory=lambda: env_int("OTEL_TRAJ_GRPC_WORKERS", 8))
+    idle_timeout_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_IDLE_TIMEOUT_S", 10.0))
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
 
     def __post_init__(self) -> None:
@@ -56,6 +60,8 @@ class ServeSettings:
             raise ValueError("tls_client_ca: client certificates need TLS, give tls_cert and tls_key too")
         if self.auth_token and self.auth_token_file:
             raise ValueError("auth_token and auth_token_file: give one or the other, not both")
+        if not self.idle_timeout_s > 0:
+            raise ValueError(f"idle_timeout_s={self.idle_timeout_s}: must be positive")
         if self.max_request_bytes < 1:
             raise ValueError(f"max_request_bytes={self.max_request_bytes}: must be positive")
         if self.retry_after_s < 0:
