@@ -86,7 +86,11 @@ def test_grounded_compares_each_result_a_bounded_number_of_times(monkeypatch: py
     assert counts[1000] <= 12 * max(counts[100], 1), counts
 
 
-def test_grounded_finds_the_same_values_as_a_full_scan() -> None:
+@pytest.mark.parametrize("scan_chars", [0, grounded.SCAN_CHARS])
+def test_grounded_finds_the_same_values_indexed_or_scanned(
+    monkeypatch: pytest.MonkeyPatch, scan_chars: int
+) -> None:
+    monkeypatch.setattr(grounded, "SCAN_CHARS", scan_chars)
     calls = [
         ToolCall(name="lookup", span_id=1, start_ns=10, end_ns=20, result='{"id": "INV-7", "sum": "12.50"}'),
         ToolCall(name="pay", span_id=2, start_ns=15, end_ns=30, arguments={"id": "INV-7"}),

@@ -48,10 +48,15 @@ def _text(value: Any) -> str | None:
     return text or None
 
 
-class _Sources:
-    """The user's input and the tool results seen so far, indexed by word."""
+# Characters a run's look-ups may scan before its sources are indexed: a short run costs a few
+# searches, less than splitting its results into words; past this, the index keeps it linear.
+SCAN_CHARS = 16_384
 
-    __slots__ = ("earliest", "first_end", "pending", "postings", "texts")
+
+class _Sources:
+    """The user's input and the tool results seen so far, indexed by word once they are many."""
+
+    __slots__ = ("earliest", "first_end", "indexed", "pending", "postings", "scanned", "texts")
 
     def __init__(self) -> None:
         self.texts: list[tuple[str, int]] = []  # (text, end) in order
@@ -60,23 +65,31 @@ class _Sources:
         self.first_end: int | None = None  # earliest end of any source
         # value with other characters -> (its rarest word, postings read so far, earliest end found)
         self.pending: dict[str, tuple[str, int, int | None]] = {}
+        self.indexed = 0  # sources split into words so far
+        self.scanned = 0  # characters searched before the index was built
 
     def add(self, text: str, end: int) -> None:
-        index = len(self.texts)
         self.texts.append((text, end))
         if self.first_end is None or end < self.first_end:
             self.first_end = end
+        if self.indexed:
+            self._index()
+
+    def _index(self) -> None:
         earliest = self.earliest
         postings = self.postings
-        for word in set(_WORD.findall(text)):
-            known = earliest.get(word)
-            if known is None:
-                earliest[word] = end
-                postings[word] = [index]
-            else:
-                if end < known:
+        for index in range(self.indexed, len(self.texts)):
+            text, end = self.texts[index]
+            for word in set(_WORD.findall(text)):
+                known = earliest.get(word)
+                if known is None:
                     earliest[word] = end
-                postings[word].append(index)
+                    postings[word] = [index]
+                else:
+                    if end < known:
+                        earliest[word] = end
+                    postings[word].append(index)
+        self.indexed = len(self.texts)
 
     def any_before(self, start: int) -> bool:
         return self.first_end is not None and (not start or self.first_end <= start)
@@ -102,13 +115,17 @@ class _Sources:
 
     def holds(self, value: str, start: int) -> bool:
         """``value`` is in a source that ended before ``start`` (0: unknown, every source counts)."""
-        end = self._earliest(value)
-        return end is not None and (not start or end <= start)
-
-
-def _grounds(tools: Tools, name: str) -> bool:
-    contract = tools.contracts.get(name)
-    return contract is not None and bool(contract.grounded)
+        if not self.indexed:
+            if self.scanned < SCAN_CHARS:
+                for text, end in self.texts:
+                    if not start or end <= start:
+                        self.scanned += len(text)
+                        if contains_token(text, value):
+                            return True
+                return False
+            self._index()
+        found = self._earliest(value)
+        return found is not None and (not start or found <= start)
 
 
 def check_grounded(traj: Trajectory, tools: Tools, severity: Severity = "error") -> CheckResult:
@@ -119,10 +136,7 @@ def check_grounded(traj: Trajectory, tools: Tools, severity: Severity = "error")
     sources = _Sources()
     if traj.user_input:
         sources.add(traj.user_input, _ALWAYS)
-    calls = traj.tool_calls
-    # Results after the last call with grounded arguments are never read: not indexed.
-    last = max((i for i, c in enumerate(calls) if _grounds(tools, c.name)), default=-1)
-    for call in calls[: last + 1]:
+    for call in traj.tool_calls:
         contract = tools.contracts.get(call.name)
         if contract is not None and contract.grounded:
             if call.arguments is None:
