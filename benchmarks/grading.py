@@ -11,7 +11,12 @@ in the same process and in alternating rounds:
 Reported per size (10 and 100 tool steps): median microseconds per trajectory and trajectories per
 second for each, and grade/assemble. Target: grading a 10-step trajectory costs less than assembling it.
 
-    python benchmarks/grading.py [--rounds R] [--sizes 10,100] [--json]
+Then the worst time to grade one run of 1, 10, 100 and 1,000 tool steps with ~2 KB results each
+(invoices full of digit runs, payment checks of ids those results hold, every tenth one made up:
+the shape that made ``grounded`` quadratic), built directly as trajectories. Target: time grows
+about linearly (each ratio close to the ratio of the sizes).
+
+    python benchmarks/grading.py [--rounds R] [--sizes 10,100] [--large-sizes 1,10,100,1000] [--json]
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import load_policy
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.spanview import SpanView
+from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
 
 POLICY = Path(__file__).resolve().parent.parent / "examples" / "policies" / "support_agent.yaml"
@@ -173,15 +179,86 @@ def measure(steps: int, rounds: int) -> dict[str, Any]:
     }
 
 
+def large_run(steps: int, size: int = 2000) -> Trajectory:
+    """``steps`` tool calls with ~``size`` characters of result each."""
+    calls = []
+    for k in range(steps):
+        rows: list[dict[str, Any]] = []
+        while len(json.dumps(rows)) < size:
+            rows.append({"invoice_id": f"INV-{k}{len(rows):03d}", "amount_yuan": 199.5, "ref": "1" * 11})
+        arguments: dict[str, Any]
+        if k % 2:
+            invoice = f"INV-{k - 1}000" if k % 10 != 9 else "1"
+            name, arguments = "check_payment", {"invoice_id": invoice}
+        else:
+            name, arguments = "list_invoices", {"customer_id": "C023", "page": k}
+        start = 1_000_000_000 + k * 10 * MS
+        calls.append(
+            ToolCall(
+                name=name,
+                span_id=k + 1,
+                start_ns=start,
+                end_ns=start + 2 * MS,
+                arguments=arguments,
+                result=json.dumps(rows),
+            )
+        )
+    return Trajectory(
+        trace_id=steps,
+        agent="support_agent",
+        tool_calls=calls,
+        user_input=USER,
+        final_answer="Your refund for INV-1002 has been submitted.",
+        start_ns=1,
+        end_ns=calls[-1].end_ns,
+    )
+
+
+def measure_large(steps: int, rounds: int) -> dict[str, Any]:
+    trajectory = large_run(steps)
+    grader = Grader(load_policy(POLICY))
+    grader.grade(trajectory)  # the first run of a policy also builds its plan
+    times = []
+    for _ in range(rounds):
+        gc.collect()
+        start = time.perf_counter()
+        verdict = grader.grade(trajectory)
+        times.append((time.perf_counter() - start) * 1e3)
+    return {
+        "steps": steps,
+        "result_mb": round(sum(len(c.result or "") for c in trajectory.tool_calls) / 1e6, 3),
+        "worst_grade_ms": round(max(times), 3),
+        "median_grade_ms": round(statistics.median(times), 3),
+        "skipped": sum(1 for c in verdict.checks if c.status == "skipped"),
+    }
+
+
+def print_large(results: list[dict[str, Any]]) -> None:
+    print(f"{'steps':>5} {'results MB':>10} {'worst ms':>9} {'median ms':>9} {'ratio':>6} {'size ratio':>10}")
+    previous = None
+    for r in results:
+        ratio = size_ratio = ""
+        if previous is not None:
+            ratio = f"{r['worst_grade_ms'] / previous['worst_grade_ms']:.1f}"
+            size_ratio = f"{r['steps'] / previous['steps']:.0f}"
+        print(
+            f"{r['steps']:>5} {r['result_mb']:>10} {r['worst_grade_ms']:>9} {r['median_grade_ms']:>9} "
+            f"{ratio:>6} {size_ratio:>10}"
+        )
+        previous = r
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--sizes", default="10,100")
+    parser.add_argument("--large-sizes", default="1,10,100,1000", help="'' to leave the large runs out")
     parser.add_argument("--json", action="store_true", help="print one JSON object per size")
     args = parser.parse_args()
-    results = [measure(int(size), args.rounds) for size in args.sizes.split(",")]
+    results = [measure(int(size), args.rounds) for size in args.sizes.split(",") if size]
+    large = [measure_large(int(size), args.rounds) for size in args.large_sizes.split(",") if size]
     if args.json:
-        for result in results:
+        for result in results + large:
             print(json.dumps(result))
         return
     print(
@@ -198,6 +275,9 @@ def main() -> None:
     if ten is not None:
         verdict = "met" if ten["grade_us"] < ten["assemble_us"] else "NOT met"
         print(f"target (grading a 10-step trajectory costs less than assembling it): {verdict}")
+    if large:
+        print("\nworst time to grade one run with ~2 KB tool results (ratio to the size before):")
+        print_large(large)
 
 
 if __name__ == "__main__":
