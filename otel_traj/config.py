@@ -104,12 +104,17 @@ class AssemblerConfig:
     threads); ttl_s: a trace whose root never ends is graded as incomplete after this long (set it
     above the p99 agent-run length); max_traces / max_steps / max_chars: memory caps; max_backlog:
     in-process spans waiting for the worker. What a cap drops is counted in ``otel_traj_dropped_total``.
+
+    max_chars caps every text a run keeps until it is graded (arguments, results, messages, names,
+    ids, captured attributes, run metadata) in characters; a character takes at most 4 bytes, so a
+    kept text takes at most ``4 * max_chars`` bytes (plus a string header of under 80 bytes).
     """
 
     grace_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_GRACE_S", 0.5))
     ttl_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_TTL_S", 600.0))
     max_traces: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_TRACES", 10_000))
     max_steps: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_STEPS", 1_000))
+    # Characters, not bytes: cutting text by bytes could split a character (the env name says so).
     max_chars: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_VALUE_CHARS", 4_096))
     max_backlog: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_BACKLOG", 100_000))
     capture_attributes: tuple[str, ...] = DEFAULT_CAPTURE

@@ -65,7 +65,9 @@ class RecordMaker:
     """Builds the records of one assembler's configuration (what to capture, how much text to keep)."""
 
     def __init__(self, capture: Iterable[str], max_chars: int) -> None:
+        capture = tuple(capture)
         self.sources = capture_sources(capture)
+        self._capture = capture
         self._keys = frozenset(self.sources)
         self._max_chars = max_chars
 
@@ -93,6 +95,6 @@ class RecordMaker:
             end_ns=view.end_ns,
             step=step,
             captured=captured,
-            metadata=metadata_text(attributes) if step is not None else None,
+            metadata=metadata_text(attributes, self._capture, self._max_chars) if step is not None else None,
             resource=view.resource,
         )

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from google.rpc import code_pb2, status_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -23,7 +26,9 @@ from opentelemetry.trace import Status, StatusCode, Tracer
 from prometheus_client import generate_latest
 
 from otel_traj.adapters import TraceFileError, read_trace_file
+from otel_traj.adapters.otlp_proto import views_from_bytes
 from otel_traj.adapters.sdk import from_readable_span
+from otel_traj.assembler import Assembler
 from otel_traj.config import DEFAULT_CAPTURE, AssemblerConfig
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.records import RecordMaker
@@ -227,3 +232,96 @@ def test_every_string_a_record_holds_is_encodable_and_within_the_cap(text: str) 
             held += _strings(json.loads(record.step.arguments_text))
     assert all(_encodable(s) for s in held)
     assert all(len(s) <= MAX_CHARS for s in held)
+
+
+# --- values too large to keep ---------------------------------------------------------------------
+
+MB10 = 10 * 1024 * 1024
+
+
+def _held(value: Any) -> Iterator[str]:
+    """Every string ``value`` keeps alive, including those a deferred parse holds."""
+    if isinstance(value, partial):
+        for arg in value.args:
+            yield from _held(arg)
+    else:
+        yield from _strings(value)
+
+
+def _huge_run(tracer: Tracer) -> None:
+    """An agent run whose every value of interest is 10 MB: a captured attribute (text and list), the
+    input messages, run metadata, tool arguments and result."""
+    filler = "x" * MB10
+    history = [{"role": "user", "content": filler}, {"role": "user", "content": "refund INV-1"}]
+    root = tracer.start_span(
+        "invoke_agent support",
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "support",
+            "app.customer_id": filler,
+            "enduser.id": (filler, filler),
+            "gen_ai.input.messages": json.dumps(history),
+            "metadata": json.dumps({"session.id": "s-1", "blob": "y" * 60_000}),
+        },
+    )
+    context = trace.set_span_in_context(root)
+    chat = tracer.start_span(
+        "chat m",
+        context=context,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "m",
+            "gen_ai.input.messages": json.dumps(history),
+            "gen_ai.output.messages": json.dumps(
+                [
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "tool_call", "name": "t", "arguments": {"q": filler}}],
+                    }
+                ]
+            ),
+            "metadata": json.dumps({"user.id": filler}),
+        },
+    )
+    chat.end()
+    tool = tracer.start_span(
+        "execute_tool t",
+        context=context,
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "t",
+            "gen_ai.tool.call.arguments": json.dumps({"q": filler}),
+            "gen_ai.tool.call.result": filler,
+        },
+    )
+    tool.end()
+    root.end()
+
+
+def test_a_run_of_10_mb_attributes_keeps_every_value_within_the_cap() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _huge_run(provider.get_tracer("test"))
+    provider.shutdown()
+    views = views_from_bytes(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    exporter.clear()
+    max_chars = 1000
+    assembler = Assembler(config=AssemblerConfig(grace_s=0.0, max_chars=max_chars))
+    assembler.add_all([assembler.make_record(view) for view in views])
+    del views
+
+    [buffer] = assembler._buffers.values()
+    held = [s for step in buffer.steps for s in _held(step)]
+    held += _strings(buffer.context.attributes)
+    held += _strings(buffer.metadata)
+    assert len(held) > 10
+    # The largest a string of ``max_chars`` characters can be: four bytes each.
+    cap = sys.getsizeof("\U0001f600" * max_chars)
+    assert max(map(sys.getsizeof, held)) <= cap
+
+    [finished] = assembler.pop_ready(flush=True)
+    [run] = [s for s in finished.steps if isinstance(s, AgentRun)]
+    assert run.input_text == "refund INV-1"
+    assert finished.context.attributes["session.id"] == "s-1"
+    assert finished.context.attributes["app.customer_id"] == "x" * max_chars

@@ -12,6 +12,7 @@ from typing import Any
 
 from otel_traj.dialects._base import (
     as_str,
+    bounded_value,
     clip,
     clip_text,
     dumps,
@@ -23,9 +24,20 @@ from otel_traj.dialects._base import (
 )
 from otel_traj.dialects._usage import Usage
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, LazyText, ModelCall, RequestedTool, Step, ToolCall, span_hex
+from otel_traj.steps import (
+    AgentRun,
+    LazyText,
+    ModelCall,
+    RequestedTool,
+    Step,
+    ToolCall,
+    resolve_text,
+    span_hex,
+)
 
 UNWRAP_LIMIT = 64 * 1024
+# Tool calls kept per model response (each capped like any text): the join needs the first ones.
+MAX_REQUESTED = 128
 
 # ``parser(view, attributes, max_chars)``; each dialect maps the values of its marker to them.
 Parser = Callable[[SpanView, Mapping[str, Any], int], Step | None]
@@ -155,10 +167,28 @@ def _clipped(source: Callable[[], Any], max_chars: int) -> str | None:
 
 
 def _lazy_text(value: Any, max_chars: int) -> LazyText:
-    """Text now, or a deferred parse (a callable) that clips to ``max_chars`` when first read."""
+    """Text now, or a deferred parse (a callable) that clips to ``max_chars`` when first read.
+
+    A deferred parse keeps what it parses (the attribute value: the whole conversation so far) until
+    the run is graded. It is deferred only while that is within ``max_chars``; a longer value is
+    parsed now, so a run holds ``max_chars`` of it however large the span's attribute was.
+    """
     if callable(value):
-        return partial(_clipped, value, max_chars)
+        if _small(value, max_chars):
+            return partial(_clipped, value, max_chars)
+        value = resolve_text(value)
     return _text(value, max_chars)
+
+
+def _small(source: Callable[[], Any], max_chars: int) -> bool:
+    """Whether the values a deferred parse holds are short texts or numbers (the dialects defer
+    ``partial(parse, attribute value, max_chars)``)."""
+    if not isinstance(source, partial) or source.keywords:
+        return False
+    return all(
+        (isinstance(arg, str) and len(arg) <= max_chars) or isinstance(arg, int) or arg is None
+        for arg in source.args
+    )
 
 
 def model_call(
@@ -176,8 +206,8 @@ def model_call(
     output_text: Any = None,
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
-    if any(len(reason) > max_chars for reason in finish_reasons):
-        finish_reasons = tuple(reason[:max_chars] for reason in finish_reasons)
+    if len(requested) > MAX_REQUESTED:
+        requested = requested[:MAX_REQUESTED]
     return ModelCall(
         span_id=view.span_id,
         parent_id=view.parent_id,
@@ -190,7 +220,7 @@ def model_call(
         cache_read_tokens=usage.cache_read,
         cache_write_tokens=usage.cache_write,
         reasoning_tokens=usage.reasoning,
-        finish_reasons=tuple(map(valid_text, finish_reasons)),
+        finish_reasons=bounded_value(finish_reasons, max_chars),
         requested_tools=tuple(_requested(tool, max_chars) for tool in requested),
         input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),

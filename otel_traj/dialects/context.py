@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from otel_traj.dialects._base import bounded_value, loads, valid_text
+from otel_traj.dialects._base import bounded_value, dumps, loads, valid_text
 
 TRACELOOP_PROPERTY = "traceloop.association.properties."
 METADATA = "metadata"
@@ -40,10 +40,23 @@ def captured_values(
     ]
 
 
-def metadata_text(attributes: Mapping[str, Any]) -> str | None:
-    """The run metadata JSON a span carries, unparsed: most runs never need it."""
+def metadata_text(attributes: Mapping[str, Any], keys: Iterable[str], max_chars: int) -> str | None:
+    """The run metadata JSON a span carries, unparsed while it is within ``max_chars`` (most runs
+    never need it); a longer one is parsed now and only the captured keys it holds are kept, as JSON
+    within ``max_chars`` (the run keeps this text until it is graded)."""
     value = attributes.get(METADATA)
-    return value if isinstance(value, str) else None
+    if not isinstance(value, str):
+        return None
+    if len(value) <= max_chars:
+        return valid_text(value)
+    kept: dict[str, Scalar] = {}
+    text: str | None = None
+    for key, found in metadata_values(value, keys).items():
+        more = {**kept, key: bounded_value(found, max_chars)}
+        candidate = dumps(more)
+        if candidate is not None and len(candidate) <= max_chars:
+            kept, text = more, candidate
+    return text
 
 
 def metadata_values(text: str, keys: Iterable[str]) -> dict[str, Scalar]:
