@@ -3,7 +3,9 @@
 ``export`` runs on the pipeline worker and only turns the verdict into scores and appends them to a
 bounded queue; one daemon thread batches and delivers them. The agent's thread never waits on Langfuse,
 and every score that is not delivered is counted (``self.stats.dropped`` by reason,
-``sink_errors["langfuse"]``) and reported, never dropped silently.
+``sink_errors["langfuse"]``) and reported, never dropped silently. An outage, however long, loses
+nothing by itself: a batch still failing after ``max_retries`` goes back to the head of the queue and
+delivery goes on at the capped backoff; only the queue's cap and the scores' maximum age drop them.
 
 Talks to the REST API with plain httpx (``langfuse_transport``), not ``Langfuse()``: that client
 installs span processors on the host's global TracerProvider and swallows failed scores. Importing
@@ -19,18 +21,20 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from otel_traj.config import env_str
+from otel_traj.config import env_float, env_str
 from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
 from otel_traj.redact import Redactor
 from otel_traj.sinks.base import Sink
-from otel_traj.sinks.langfuse_scores import WireScore, validate_environment, verdict_scores
+from otel_traj.sinks.langfuse_scores import DeliveryReport, WireScore, validate_environment, verdict_scores
 from otel_traj.verdict import Verdict
 
 if TYPE_CHECKING:
-    from otel_traj.sinks.langfuse_transport import ApiMode, ScoreTransport, WireForm
+    from otel_traj.sinks.langfuse_transport import ApiMode, ScoreTransport
+
+Queued = tuple[float, WireScore]
+"""A score waiting for delivery, with the time (by the sink's ``clock``) it was queued."""
 
 logger = logging.getLogger(__name__)
 
@@ -41,44 +45,13 @@ DROP_QUEUE_FULL = "langfuse_queue_full"
 DROP_REJECTED = "langfuse_rejected"
 DROP_RETRIES_EXHAUSTED = "langfuse_retries_exhausted"
 DROP_SHUTDOWN = "langfuse_shutdown"
+DROP_EXPIRED = "langfuse_expired"
+DEFAULT_MAX_AGE_S = 3600.0
 # A server asking for more than this is treated as asking for this: scores must not wait for hours.
 MAX_RETRY_AFTER_S = 300.0
 # Distinct server messages remembered for log-once and reports; a server that puts a request id in each
 # message must not grow this without bound.
 MAX_DISTINCT_MESSAGES = 100
-
-
-@dataclass(slots=True, frozen=True)
-class DeliveryReport:
-    """What happened to the scores handed to a sink (cumulative, or the difference of two reports)."""
-
-    delivered: int = 0
-    rejected: int = 0
-    dropped: int = 0
-    pending: int = 0
-    errors: tuple[str, ...] = ()
-    form: WireForm | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.rejected == 0 and self.dropped == 0 and self.pending == 0
-
-    def summary(self) -> str:
-        text = (
-            f"{self.delivered} scores delivered, {self.rejected} rejected, {self.dropped} dropped, "
-            f"{self.pending} pending"
-        )
-        return text + "".join(f"\n  {e}" for e in self.errors)
-
-    def since(self, earlier: DeliveryReport) -> DeliveryReport:
-        return DeliveryReport(
-            delivered=self.delivered - earlier.delivered,
-            rejected=self.rejected - earlier.rejected,
-            dropped=self.dropped - earlier.dropped,
-            pending=self.pending,
-            errors=tuple(e for e in self.errors if e not in earlier.errors),
-            form=self.form,
-        )
 
 
 class LangfuseSink(Sink):
@@ -88,8 +61,13 @@ class LangfuseSink(Sink):
     the policy marks sensitive (a set of key names, or None for secret-looking keys only, also work).
     Delivery tries the list form first and falls back for older servers (``api_mode="auto"``); 429,
     5xx and network errors are retried with exponential backoff and jitter, honouring ``Retry-After``;
-    other 4xx are permanent: dropped, counted, and the server's message logged once. Durations are in
-    seconds, except the SDK-shaped ``timeout_millis`` of ``force_flush`` and ``shutdown``.
+    other 4xx are permanent: dropped, counted, and the server's message logged once. A batch still
+    failing after ``max_retries`` attempts goes back to the head of the queue and is tried again at
+    the capped backoff (``backoff_max``) until the server answers: while it is down, scores are dropped
+    only when the queue is full (``max_queue``, the oldest first) or when older than ``max_age_s``
+    (default ``OTEL_TRAJ_LANGFUSE_MAX_AGE_S``, else 3600), each counted. ``clock`` (seconds, monotonic)
+    measures the scores' age. Durations are in seconds, except the SDK-shaped ``timeout_millis`` of
+    ``force_flush`` and ``shutdown``.
     """
 
     def __init__(
@@ -107,7 +85,9 @@ class LangfuseSink(Sink):
         max_retries: int = 8,
         backoff_initial: float = 0.5,
         backoff_max: float = 30.0,
+        max_age_s: float | None = None,
         redact: Callable[[str, str], bool] | Collection[str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
         public_key = public_key or env_str("LANGFUSE_PUBLIC_KEY", None)
@@ -119,16 +99,14 @@ class LangfuseSink(Sink):
         for name, value in (("batch_size", batch_size), ("max_queue", max_queue)):
             if value < 1:
                 raise ValueError(f"{name}={value!r}: must be at least 1")
-        for name, number in (("flush_interval", flush_interval), ("timeout", timeout)):
+        if max_age_s is None:
+            max_age_s = env_float("OTEL_TRAJ_LANGFUSE_MAX_AGE_S", DEFAULT_MAX_AGE_S)
+        positive = {"flush_interval": flush_interval, "timeout": timeout, "max_age_s": max_age_s}
+        for name, number in positive.items():
             if number <= 0:
                 raise ValueError(f"{name}={number!r}: must be positive")
-        url = (
-            base_url
-            or env_str("LANGFUSE_BASE_URL", None)
-            or env_str("LANGFUSE_HOST", None)
-            or DEFAULT_BASE_URL
-        )
-        self.base_url = url.rstrip("/")
+        url = base_url or env_str("LANGFUSE_BASE_URL", None) or env_str("LANGFUSE_HOST", None)
+        self.base_url = (url or DEFAULT_BASE_URL).rstrip("/")
         self.environment = validate_environment(
             environment if environment is not None else env_str("LANGFUSE_TRACING_ENVIRONMENT", None)
         )
@@ -138,6 +116,8 @@ class LangfuseSink(Sink):
         self.max_retries = max(0, max_retries)
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
+        self.max_age_s = max_age_s
+        self._clock = clock
         self._redactor = Redactor(redact)
         self._credentials = (public_key, secret_key)
         self._timeout = timeout
@@ -145,9 +125,12 @@ class LangfuseSink(Sink):
         self._transport = self._connect()
 
         self._cond = threading.Condition()
-        self._queue: deque[WireScore] = deque(maxlen=max_queue)
+        # (time queued by ``clock``, score), oldest first; a batch put back after an outage's failures
+        # goes back to the head, so the oldest are always first to expire or to be dropped.
+        self._queue: deque[Queued] = deque()
         self._queue_since = 0.0
         self._in_flight = 0
+        self._failures = 0  # consecutive failed attempts: the backoff keeps growing across batches
         self._flush_waiters = 0
         self._closing = False
         # Set once shutdown's deadline has passed: everything outstanding was counted as dropped then,
@@ -176,8 +159,7 @@ class LangfuseSink(Sink):
         self.stats.restart_in_child()
         self._cond = threading.Condition()
         self._queue.clear()
-        self._in_flight = 0
-        self._flush_waiters = 0
+        self._in_flight = self._flush_waiters = self._failures = 0
         if not self._closing:
             self._transport = self._connect()
             self._thread = start_daemon(self._run, "otel-traj-langfuse")
@@ -198,10 +180,9 @@ class LangfuseSink(Sink):
             was_empty = not self._queue
             if was_empty:
                 self._queue_since = time.monotonic()
-            overflow = max(0, len(self._queue) + len(scores) - self.max_queue)
-            self._queue.extend(scores)  # a full deque drops from the left: the oldest scores
-            if overflow:
-                self._drop(DROP_QUEUE_FULL, overflow)
+            now = self._clock()
+            self._queue.extend((now, score) for score in scores)
+            self._trim()
             # Wake the delivery thread to start the flush-interval clock, or to send a full batch.
             if was_empty or len(self._queue) >= self.batch_size:
                 self._cond.notify_all()
@@ -251,6 +232,23 @@ class LangfuseSink(Sink):
     def _idle(self) -> bool:
         return not self._queue and self._in_flight == 0
 
+    def _trim(self) -> None:
+        """Drop (and count) the oldest scores beyond ``max_queue``. Called with ``_cond`` held."""
+        overflow = len(self._queue) - self.max_queue
+        for _ in range(overflow):
+            self._queue.popleft()
+        self._drop(DROP_QUEUE_FULL, overflow)
+
+    def _expire(self) -> float:
+        """Drop (and count) queued scores older than ``max_age_s``; returns the cut-off time."""
+        cutoff = self._clock() - self.max_age_s
+        expired = 0
+        while self._queue and self._queue[0][0] <= cutoff:
+            self._queue.popleft()
+            expired += 1
+        self._drop(DROP_EXPIRED, expired)
+        return cutoff
+
     def _drop(self, reason: str, n: int) -> None:
         """Count ``n`` lost scores. Called with ``_cond`` held."""
         if n <= 0:
@@ -268,11 +266,12 @@ class LangfuseSink(Sink):
             self._messages[message] = None
         logger.log(level, "Langfuse %s: %s", what, message)
 
-    def _next_batch(self) -> list[WireScore] | None:
+    def _next_batch(self) -> list[Queued] | None:
         with self._cond:
             while True:
                 if self._abort or (self._closing and not self._queue):
                     return None
+                self._expire()
                 if self._queue:
                     due = self._queue_since + self.flush_interval - time.monotonic()
                     if (
@@ -314,15 +313,28 @@ class LangfuseSink(Sink):
         return None if deadline is None else max(0.001, deadline - time.monotonic())
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        delay = min(self.backoff_max, self.backoff_initial * 2.0**attempt) * random.uniform(0.5, 1.0)
+        # The exponent is capped too: an outage of days must not overflow the float.
+        delay = min(self.backoff_max, self.backoff_initial * 2.0 ** min(attempt, 64)) * random.uniform(
+            0.5, 1.0
+        )
         if retry_after is not None:
             delay = max(delay, min(retry_after, MAX_RETRY_AFTER_S))
         return delay
 
-    def _deliver(self, transport: ScoreTransport, batch: list[WireScore]) -> None:
+    def _deliver(self, transport: ScoreTransport, batch: list[Queued]) -> None:
         pending = batch
         for attempt in range(self.max_retries + 1):
-            result = transport.send(pending, self._time_left())
+            with self._cond:
+                if self._abort:
+                    return
+                cutoff = self._expire()
+                kept = [item for item in pending if item[0] > cutoff]
+                self._drop(DROP_EXPIRED, len(pending) - len(kept))
+                pending = kept
+                self._in_flight = len(pending)
+                if not pending:
+                    return
+            result = transport.send([score for _, score in pending], self._time_left())
             for message in dict.fromkeys(result.rejected):
                 self._note(message, logging.WARNING, "rejected scores (not retried)")
             if result.transient_error:
@@ -332,18 +344,30 @@ class LangfuseSink(Sink):
                     return
                 self._delivered += result.delivered
                 self._drop(DROP_REJECTED, len(result.rejected))
-                pending = result.retry
+                retry = {id(score) for score in result.retry}
+                pending = [item for item in pending if id(item[1]) in retry]
                 self._in_flight = len(pending)
+                self._failures = self._failures + 1 if pending else 0
                 if not pending:
                     return
                 if attempt == self.max_retries:
-                    self._drop(DROP_RETRIES_EXHAUSTED, len(pending))
+                    # Back to the head of the queue, where the cap and the maximum age see them; the
+                    # next attempt waits the backoff, which keeps growing up to ``backoff_max``.
+                    self._queue.extendleft(reversed(pending))
                     self._in_flight = 0
-                    break
-                self._cond.wait_for(lambda: self._abort, timeout=self._backoff(attempt, result.retry_after))
-                if self._abort:
+                    self._queue_since = time.monotonic() - self.flush_interval
+                    self._trim()
+                    if self._failures == self.max_retries + 1:
+                        logger.warning(
+                            "Langfuse: %d scores still failing after %d attempts; kept queued, retrying",
+                            len(pending),
+                            self._failures,
+                        )
+                self._cond.wait_for(
+                    lambda: self._abort, timeout=self._backoff(self._failures - 1, result.retry_after)
+                )
+                if self._abort or attempt == self.max_retries:
                     return
-        logger.warning("Langfuse: gave up on %d scores after %d attempts", len(pending), self.max_retries + 1)
 
 
 def send_verdicts(

@@ -1,4 +1,4 @@
-"""Verdict -> Langfuse scores in wire form (pure: no I/O).
+"""Verdict -> Langfuse scores in wire form (pure: no I/O), and the report of their delivery.
 
 A score is the JSON object ``POST /api/public/scores`` takes (``traceId``, ``dataType``, ...), built
 as a plain dict: the ``langfuse`` package's generated models would cost ~0.3 s to import and ~0.3 ms
@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from otel_traj.redact import Redactor, TraceRedaction
@@ -156,3 +157,36 @@ def verdict_scores(verdict: Verdict, redactor: Redactor, environment: str | None
         )
     )
     return scores
+
+
+@dataclass(slots=True, frozen=True)
+class DeliveryReport:
+    """What happened to the scores handed to a sink (cumulative, or the difference of two reports)."""
+
+    delivered: int = 0
+    rejected: int = 0
+    dropped: int = 0
+    pending: int = 0
+    errors: tuple[str, ...] = ()
+    form: Literal["scores", "single", "ingestion"] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.rejected == 0 and self.dropped == 0 and self.pending == 0
+
+    def summary(self) -> str:
+        text = (
+            f"{self.delivered} scores delivered, {self.rejected} rejected, {self.dropped} dropped, "
+            f"{self.pending} pending"
+        )
+        return text + "".join(f"\n  {e}" for e in self.errors)
+
+    def since(self, earlier: DeliveryReport) -> DeliveryReport:
+        return DeliveryReport(
+            delivered=self.delivered - earlier.delivered,
+            rejected=self.rejected - earlier.rejected,
+            dropped=self.dropped - earlier.dropped,
+            pending=self.pending,
+            errors=tuple(e for e in self.errors if e not in earlier.errors),
+            form=self.form,
+        )
