@@ -63,6 +63,8 @@ class _Buffer:
     opening_turn: ModelCall | None = None
     # Run metadata as JSON text (pydantic-ai, OpenInference ``metadata``), parsed off the hot path.
     metadata: str | None = None
+    # Steps dropped unread because the worker was ``max_backlog`` spans behind.
+    backlog_steps: int = 0
 
 
 @dataclass(slots=True)
@@ -81,6 +83,8 @@ class Finished:
     context: TraceContext
     steps: list[Step]
     complete: bool
+    # Steps the backlog dropped: the run is incomplete whatever the steps left say.
+    backlog_steps: int = 0
 
 
 class Assembler:
@@ -127,9 +131,11 @@ class Assembler:
 
     # -- hot path -------------------------------------------------------------------------------
 
-    def add_all(self, records: Sequence[SpanRecord], max_traces: int | None = None) -> bool:
+    def add_all(
+        self, records: Sequence[SpanRecord], max_traces: int | None = None, lost: Sequence[SpanRecord] = ()
+    ) -> bool:
         """Record the spans of one received request under one hold of the lock, so the worker never
-        grades a trace from part of them.
+        grades a trace from part of them. ``lost``: in-process, spans whose step the backlog dropped.
 
         With ``max_traces`` (the receiver's all-or-nothing admission): if the spans would open buffers
         beyond it, record nothing and return False. An empty assembler takes any request, so one that
@@ -144,36 +150,39 @@ class Assembler:
                 new = {r.trace_id for r in records if r.trace_id not in buffers and r.trace_id not in done}
                 if new and len(buffers) + len(new) > max_traces:
                     return False
-            for record in records:
-                trace_id, step = record.trace_id, record.step
-                if trace_id in done:
-                    late += 1
-                    continue
-                try:
-                    buf = buffers.get(trace_id)
-                    if buf is None:
-                        # In-process, a span with nothing for us opens no buffer (a root ending first
-                        # means the trace had no GenAI step). Received spans always do: children may
-                        # come later.
-                        if step is None and track_starts and (record.is_local_root or not record.captured):
+            for lost_step, batch in ((False, records), (True, lost)):
+                for record in batch:
+                    trace_id, step = record.trace_id, record.step
+                    if trace_id in done:
+                        late += 1
+                        continue
+                    try:
+                        buf = buffers.get(trace_id)
+                        if buf is None:
+                            # In-process, a span with nothing for us opens no buffer (a root ending
+                            # first means the trace had no GenAI step) unless its step was dropped:
+                            # that run must be counted. Received spans always do: children may come.
+                            opens = step is not None or lost_step
+                            if track_starts and not opens and (record.is_local_root or not record.captured):
+                                ignored += 1
+                                continue
+                            buf = self._new_buffer(record)
+                        self._record(buf, record)
+                        if step is None:
                             ignored += 1
-                            continue
-                        buf = self._new_buffer(record)
-                    self._record(buf, record)
-                    if step is None:
-                        ignored += 1
-                    else:
-                        accepted += 1
-                        self._add_step(buf, step)
-                        if buf.metadata is None:
-                            buf.metadata = record.metadata
-                    if not track_starts and self._looks_complete(buf):
-                        buf.ready_at = ready_at
-                        self._candidates.add(trace_id)
-                except Exception:
-                    # One hostile span costs that span, not the others of the request or tick.
-                    malformed += 1
-                    self.stats.count_internal_error()
+                            buf.backlog_steps += lost_step
+                        else:
+                            accepted += 1
+                            self._add_step(buf, step)
+                            if buf.metadata is None:
+                                buf.metadata = record.metadata
+                        if not track_starts and self._looks_complete(buf):
+                            buf.ready_at = ready_at
+                            self._candidates.add(trace_id)
+                    except Exception:
+                        # One hostile span costs that span, not the others of the request or tick.
+                        malformed += 1
+                        self.stats.count_internal_error()
             spans = self._spans
             spans["accepted"] += accepted
             spans["ignored"] += ignored
@@ -257,7 +266,7 @@ class Assembler:
         has ended and whose spans have all ended as ready (after the grace)."""
         assert self._reader is not None
         now = self.clock()
-        ended, records = self.open_spans.drain(now)
+        ended, records, lost = self.open_spans.drain(now)
         make_record, read = self.make_record, self._reader.view
         malformed = 0
         unreadable: list[int] = []
@@ -269,8 +278,8 @@ class Assembler:
                 # Without even a trace id, that trace's count stays up until its TTL.
                 with suppress(Exception):
                     unreadable.append(self._reader.trace_id(raw))
-        self.add_all(records)
-        touched = [r.trace_id for r in records]
+        self.add_all(records, lost=lost)
+        touched = [r.trace_id for r in (*records, *lost)]
         self.open_spans.closed(touched + unreadable)
         ready_at = now + self.config.grace_s
         with self._lock:
@@ -315,6 +324,8 @@ class Assembler:
         # Guarded: a run that cannot be handed over costs that run only (counted).
         ctx = buf.context
         if not buf.steps:
+            if buf.backlog_steps:
+                self.stats.count_dropped("backlog_run")
             return None
         try:
             self._apply_metadata(buf)
@@ -325,7 +336,7 @@ class Assembler:
             return None
         if evicted:
             self.stats.count_dropped("max_traces")
-        return Finished(ctx, buf.steps, complete)
+        return Finished(ctx, buf.steps, complete and not buf.backlog_steps, buf.backlog_steps)
 
     def _apply_metadata(self, buf: _Buffer) -> None:
         """Captured keys that only the run's metadata JSON holds (``metadata={"app.customer_id": …}``)."""

@@ -7,8 +7,8 @@ drained before starts: every drained end's start was appended earlier, so it is 
 right after, and a count never goes below zero or reaches zero while a span is open.
 
 When the worker falls ``max_backlog`` spans behind, the processor queues a record without a step
-instead of the span (``ended_without_step``): the step it may carry is dropped and counted, the open
-count stays right.
+instead of the span (``ended_without_step``, or ``ended_lost_step`` when the span may have carried a
+step): the step is dropped and counted, the open count stays right, and the run is known to be short.
 
 A span that never ends would keep its trace's count forever: each count remembers when its trace was
 first seen, and the assembler forgets counts past the TTL (``expire``) or when it hands over the
@@ -43,6 +43,7 @@ class OpenSpans:
         self.ended_spans: deque[Any] = deque()
         # Filled by the processor only when the worker is behind.
         self._stepless: deque[SpanRecord] = deque()
+        self._lost: deque[SpanRecord] = deque()
         self._open: dict[int, int] = {}
         # When each counted trace was first seen, oldest first (a count reopened goes to the end).
         self._since: dict[int, float] = {}
@@ -50,13 +51,15 @@ class OpenSpans:
         self.started = self._starts.append
         self.ended = self.ended_spans.append
         self.ended_without_step = self._stepless.append
+        self.ended_lost_step = self._lost.append
 
-    def drain(self, now: float = 0.0) -> tuple[list[Any], list[SpanRecord]]:
-        """The spans ended since the last drain, and the records queued in their place; the starts
+    def drain(self, now: float = 0.0) -> tuple[list[Any], list[SpanRecord], list[SpanRecord]]:
+        """The spans ended since the last drain, and the records queued in their place (those whose
+        step was dropped apart); the starts
         since then are counted as open (first seen ``now``). Worker thread only; call ``closed`` for
         every drained end."""
         ended = _drain(self.ended_spans)
-        stepless = _drain(self._stepless)
+        stepless, lost = _drain(self._stepless), _drain(self._lost)
         counts, since = self._open, self._since
         for trace_id in _drain(self._starts):
             count = counts.get(trace_id)
@@ -65,7 +68,7 @@ class OpenSpans:
                 since[trace_id] = now
             else:
                 counts[trace_id] = count + 1
-        return ended, stepless
+        return ended, stepless, lost
 
     def closed(self, trace_ids: Iterable[int]) -> None:
         """One span of each trace id (repeated per span) has ended."""
@@ -100,7 +103,7 @@ class OpenSpans:
     def clear(self) -> None:
         """Forget every span (a forked child: the parent's spans are the parent's). In place: the
         span hooks hold the deques' bound ``append``."""
-        for queue in (self._starts, self.ended_spans, self._stepless):
+        for queue in (self._starts, self.ended_spans, self._stepless, self._lost):
             queue.clear()
         self._open.clear()
         self._since.clear()
@@ -111,4 +114,4 @@ class OpenSpans:
     @property
     def idle(self) -> bool:
         """No span open and nothing queued for the worker."""
-        return not (self._open or self._starts or self.ended_spans or self._stepless)
+        return not (self._open or self._starts or self.ended_spans or self._stepless or self._lost)

@@ -183,8 +183,11 @@ class Pipeline:
         """Build every finished run, grade them together, hand each verdict on. One run that cannot be
         built or graded must not take the others with it."""
         trajectories: list[Trajectory] = []
+        short: dict[int, Finished] = {}
         for item in finished:
             self._live_checkers.pop(item.context.trace_id, None)
+            if item.backlog_steps:
+                short[item.context.trace_id] = item
             try:
                 trajectory = build_trajectory(item.context, item.steps, complete=item.complete)
             except Exception:
@@ -197,6 +200,9 @@ class Pipeline:
         for verdict in verdicts:
             if not verdict.graded_at_ns:
                 verdict.graded_at_ns = time.time_ns()
+            short_run = short.get(verdict.trajectory.trace_id)
+            if short_run is not None:
+                verdict.checks.append(_dropped_steps(short_run))
         # Callbacks last: a callback sees a verdict every sink already has (one that flushes a sink,
         # as the receiver benchmark flushes the store, finds the verdict there).
         for sink in self.sinks:
@@ -281,6 +287,21 @@ class Pipeline:
                 sink.shutdown(_left_ms(deadline))
             except Exception:
                 self.stats.count_sink_error(type(sink).__name__)
+
+
+def _dropped_steps(item: Finished) -> CheckResult:
+    """Why a run that lost steps to the caps is graded ``incomplete``: which cap dropped how many."""
+    dropped_steps = item.context.dropped_steps
+    lost = [f"{item.backlog_steps} dropped unread (max_backlog: the worker was behind)"]
+    if dropped_steps:
+        lost.append(f"{dropped_steps} beyond max_steps")
+    return CheckResult(
+        name="dropped_steps",
+        status="fail",
+        severity="info",
+        reason="steps missing from the trajectory: " + "; ".join(lost),
+        detail={"backlog": item.backlog_steps, "max_steps": dropped_steps},
+    )
 
 
 def _left(deadline: float) -> float:

@@ -136,9 +136,13 @@ class TrajectoryProcessor(SpanProcessor):
         # The worker is far behind: keep what the trace's completion needs, drop the step rather
         # than grow without bound, and say so.
         view = from_readable_span(span)
-        self._open_spans.ended_without_step(self._make_record.record(view, None))
+        record = self._make_record.record(view, None)
         if may_be_step(view.name, view.attributes):
+            # Its run is then graded incomplete, or counted as a run lost if nothing else of it is left.
+            self._open_spans.ended_lost_step(record)
             self.stats.count_dropped("backlog")
+        else:
+            self._open_spans.ended_without_step(record)
 
     def add_sink(self, sink: Sink) -> None:
         self.pipeline.add_sink(sink)

@@ -21,11 +21,12 @@ from opentelemetry.trace import Tracer, set_span_in_context
 from otel_traj.config import AssemblerConfig
 from otel_traj.dialects.context import metadata_values
 from otel_traj.pipeline import Pipeline
+from otel_traj.policy import parse_policy
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.serve.codec import decode_protobuf
 from otel_traj.serve.ingest import Ingest, Refused
 from otel_traj.verdict import Verdict
-from tests.semconv_agent import clean_refund, emit
+from tests.semconv_agent import Call, Run, Turn, clean_refund, emit
 
 RESOURCE = Resource.create({"service.name": "support-svc"})
 # Deeper than any JSON parser recurses: the shape that once took every run of its tick along.
@@ -263,3 +264,38 @@ def start_run_under(tracer: Tracer, parent: trace.Span) -> trace.Span:
     ).end()
     root.end()
     return root
+
+
+# -- 4. runs that lost spans to the backlog --------------------------------------------------------
+
+
+def test_runs_that_lost_spans_to_the_backlog_are_incomplete_or_counted(
+    harness: Callable[..., Harness],
+) -> None:
+    policy = parse_policy({"defaults": {"tools": {"deny": ["delete_account"]}}})
+    h = harness(AssemblerConfig(grace_s=60, ttl_s=600, max_backlog=2), policy=policy)
+    unsafe = Run(
+        user="close my account",
+        turns=[
+            Turn(calls=[Call("lookup", {"q": 1}, "ok")]),
+            Turn(calls=[Call("delete_account", {})]),
+            Turn(text="done"),
+        ],
+    )
+    # The worker is stalled: the queue holds two spans (the first model call and the lookup), the
+    # rest of this run and every span of the next are dropped.
+    with h.pipeline._work_lock:
+        unsafe_id = emit(h.tracer, unsafe)
+        emit(h.tracer, clean_refund())
+    assert h.processor.force_flush(5000)
+    [verdict] = h.verdicts
+    assert verdict.trajectory.trace_id == unsafe_id
+    assert [c.name for c in verdict.trajectory.tool_calls] == ["lookup"]
+    assert verdict.outcome == "incomplete"
+    [check] = [c for c in verdict.checks if c.name == "dropped_steps"]
+    assert "max_backlog" in check.reason
+    # Two model calls, the denied tool call and the agent span.
+    assert check.detail == {"backlog": 4, "max_steps": 0}
+    # The clean run: 4 model calls, 4 tool calls and its agent span, the whole run counted once.
+    assert h.processor.stats.dropped == {"backlog": 4 + 9, "backlog_run": 1}
+    assert h.assembler.in_flight == 0
