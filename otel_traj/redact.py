@@ -49,6 +49,7 @@ _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 # 13-19 digits, optionally grouped by spaces or dashes; confirmed with the Luhn checksum so that order
 # numbers and timestamps stay readable.
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_CARD_CANDIDATE = re.compile(r"\d[\d -]{11,}\d")
 # Values shorter than this are not searched for: masking every "1" in a reason protects nothing.
 _MIN_VALUE_LEN = 3
 # A key in text, bare or quoted (also escaped quotes, as in JSON inside a JSON string), then ``=`` or ``:``.
@@ -97,11 +98,30 @@ def _mask_card(match: re.Match[str]) -> str:
     return MASK if _luhn_ok(digits) else match.group(0)
 
 
+def _mask_cards(text: str) -> str:
+    """``_CARD`` applied where a run of digits, spaces and dashes is long enough to hold a card: the
+    pattern over a whole text costs ~30 µs per KB, the runs are found in a fraction of that. Same
+    result as the pattern over the whole text (its look-arounds see the characters around a run)."""
+    parts: list[str] = []
+    last = 0
+    for run in _CARD_CANDIDATE.finditer(text):
+        found = run.group(0)
+        if len(found) - found.count(" ") - found.count("-") < 13:  # not digits enough for a card
+            continue
+        for card in _CARD.finditer(text, run.start(), min(len(text), run.end() + 1)):
+            parts += [text[last : card.start()], _mask_card(card)]
+            last = card.end()
+    if not parts:
+        return text
+    parts.append(text[last:])
+    return "".join(parts)
+
+
 def mask_patterns(text: str) -> str:
     """Mask email addresses and Luhn-valid card numbers."""
     if "@" in text:
         text = _EMAIL.sub(MASK, text)
-    return _CARD.sub(_mask_card, text) if len(text) >= 13 else text
+    return _mask_cards(text) if len(text) >= 13 else text
 
 
 def _quoted_end(text: str, start: int, quote: str) -> int:
@@ -268,6 +288,9 @@ class TraceRedaction:
         return known
 
     def text(self, text: str) -> str:
+        if self._default_only and not self.secrets:
+            # Most texts are check reasons repeated run after run: cleaned once each.
+            return _redact_short_text(text) if len(text) <= _CACHED_TEXT_CHARS else redact_text(text)
         # Known values first: masking after a key could split one (a value that opens with a quote).
         for value in self.secrets:
             if value in text:
@@ -339,3 +362,8 @@ def redact_text(text: str) -> str:
     if ("=" in text or ":" in text) and _may_hold_default_key(text):
         text = mask_keyed(text, _default_key)
     return mask_patterns(text)
+
+
+# Texts up to this long are cached by ``TraceRedaction.text`` (memory: 4,096 of them at most).
+_CACHED_TEXT_CHARS = 256
+_redact_short_text = lru_cache(maxsize=4096)(redact_text)

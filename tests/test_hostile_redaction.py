@@ -15,7 +15,17 @@ from hypothesis import strategies as st
 from otel_traj.checks.base import failed, render_args
 from otel_traj.grader import Grader
 from otel_traj.policy import parse_policy
-from otel_traj.redact import MASK, Redactor, mask_keyed, redact_text
+from otel_traj.redact import (
+    _CARD,
+    MASK,
+    Redactor,
+    TraceRedaction,
+    _mask_card,
+    default_sensitive_key,
+    mask_keyed,
+    mask_patterns,
+    redact_text,
+)
 from otel_traj.sinks.langfuse_scores import verdict_scores
 from otel_traj.sinks.store import SqliteSink, connect, prepare, read_verdicts
 from otel_traj.steps import ToolCall, span_hex
@@ -185,3 +195,23 @@ def test_the_store_takes_the_policy_and_can_keep_values(tmp_path: Path) -> None:
     (tmp_path / "clear").mkdir()
     raw, stored = _store(tmp_path / "clear", verdict, redact=False)
     assert stored["tool_calls"][0]["arguments"] == {"account_ref": "ACC-778812", "api_key": "sk-abc-123"}  # type: ignore[index]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["4111", "1111", "4012888888881881", " ", "-", "x", "7", "@", "a.b", "٤", "password="]
+        ),
+        max_size=30,
+    )
+)
+def test_card_masking_by_runs_masks_what_the_pattern_finds(parts: list[str]) -> None:
+    """Looking for cards only in runs of digits, spaces and dashes finds every card the pattern
+    finds in the whole text, and the cached path for repeated texts gives the same result."""
+    text = "".join(parts)
+    whole = _CARD.sub(_mask_card, text)
+    if "@" not in text:  # e-mail masking aside
+        assert mask_patterns(text) == whole
+    assert TraceRedaction(default_sensitive_key, ("t",), ()).text(text) == redact_text(text)
+    assert redact_text(text) == mask_patterns(mask_keyed(text, lambda key: default_sensitive_key("", key)))
