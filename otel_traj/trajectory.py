@@ -26,7 +26,8 @@ class Trajectory:
     """One graded unit: every GenAI step of one trace, in order, with totals counted once.
 
     ``attributes`` holds the raw span attributes that checks need (for example a customer id) with the
-    first value seen in the trace. ``complete`` is False when the trace expired before its root ended.
+    first value seen in the trace. ``complete`` is False when the trace expired before its root ended, was
+    evicted for ``max_traces``, or lost steps to ``max_backlog``.
     """
 
     trace_id: int

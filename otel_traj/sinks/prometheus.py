@@ -35,7 +35,8 @@ SCOPE_CHECK = "scope"
 # Checks the grader can report: every policy check (one severity each) and every golden-case
 # dimension. A name outside this set is exposed as ``other`` so that a custom or misspelled check
 # cannot grow the label set.
-CHECK_NAMES = frozenset(Severities.model_fields) | frozenset(CASE_SEVERITY)
+# ``dropped_steps``: the pipeline's own note on a run that lost steps to the caps.
+CHECK_NAMES = frozenset(Severities.model_fields) | frozenset(CASE_SEVERITY) | {"dropped_steps"}
 
 # Agent runs range from a few hundred tokens to long tool loops of a million; steps of roughly 1.6x
 # keep histogram_quantile() within the 1.5x budget-regression threshold the alert rules use.
