@@ -31,6 +31,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_traj.adapters.otlp_proto import parse_request
+from otel_traj.config import AssemblerConfig
+from otel_traj.serve.settings import ServeSettings
 from otel_traj.sinks.store import connect, read_verdicts
 from tests.semconv_agent import Run, clean_refund
 
@@ -42,6 +44,21 @@ EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 # What faulthandler writes for each thread when serve gets SIGUSR1.
 STACK_DUMP = "(most recent call first)"
 _LOGS = count()
+
+
+def local_settings(tmp_path: Path) -> ServeSettings:
+    """An in-process service on free loopback ports, grading with the example policy into a store
+    in ``tmp_path``, with no grace period."""
+    return ServeSettings(
+        host="127.0.0.1",
+        grpc_port=0,
+        http_port=0,
+        metrics_port=0,
+        policy=str(POLICY),
+        store=str(tmp_path / "verdicts.db"),
+        auth_token=None,
+        assembler=AssemblerConfig(grace_s=0.0),
+    )
 
 
 def cli_env() -> dict[str, str]:

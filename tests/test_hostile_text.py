@@ -32,11 +32,11 @@ from otel_traj.assembler import Assembler
 from otel_traj.config import DEFAULT_CAPTURE, AssemblerConfig
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.records import RecordMaker
-from otel_traj.serve import ServeSettings, Service
+from otel_traj.serve import Service
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.sinks.store import SqliteSink
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
-from tests.serve_helpers import FIXTURES, POLICY, cli, post
+from tests.serve_helpers import FIXTURES, POLICY, cli, local_settings, post
 
 DEEP = b'{"resourceSpans": ' + b"[" * 3000 + b"]" * 3000 + b"}"
 SPAN_START = b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": '
@@ -45,16 +45,7 @@ LONG_INTEGER = SPAN_START + b"7" * 5000 + b"}]}]}]}"
 
 @pytest.fixture
 def http_url(tmp_path: Path) -> Iterator[str]:
-    settings = ServeSettings(
-        host="127.0.0.1",
-        grpc_port=0,
-        http_port=0,
-        metrics_port=0,
-        policy=str(POLICY),
-        store=str(tmp_path / "verdicts.db"),
-        auth_token=None,
-        assembler=AssemblerConfig(grace_s=0.0),
-    )
+    settings = local_settings(tmp_path)
     service = Service(settings)
     try:
         ports = service.start()

@@ -10,11 +10,10 @@ import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
 
-from otel_traj.config import AssemblerConfig
-from otel_traj.serve import ServeSettings, Service
+from otel_traj.serve import Service
 from otel_traj.serve.ingest import INTERNAL_ERROR
 from otel_traj.verdict import Verdict
-from tests.serve_helpers import FIXTURES, POLICY, export_raw, post
+from tests.serve_helpers import FIXTURES, export_raw, local_settings, post
 
 RUN = FIXTURES / "pydantic_ai" / "clean.otlp.pb"
 
@@ -22,16 +21,7 @@ RUN = FIXTURES / "pydantic_ai" / "clean.otlp.pb"
 def test_a_request_failing_inside_is_an_internal_error_and_the_service_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = ServeSettings(
-        host="127.0.0.1",
-        grpc_port=0,
-        http_port=0,
-        metrics_port=0,
-        policy=str(POLICY),
-        store=str(tmp_path / "verdicts.db"),
-        auth_token=None,
-        assembler=AssemblerConfig(grace_s=0.0),
-    )
+    settings = local_settings(tmp_path)
     verdicts: list[Verdict] = []
     body = RUN.read_bytes()
 
