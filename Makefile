@@ -41,6 +41,7 @@ bench: $(BASE_STAMP)
 	$(BIN)/python benchmarks/grading.py
 	$(BIN)/python benchmarks/worker.py
 	$(BIN)/python benchmarks/receiver.py
+	$(BIN)/python benchmarks/soak.py
 	$(BIN)/python benchmarks/cli.py
 
 lint: $(DEV_STAMP)
