@@ -330,8 +330,7 @@ class Assembler:
         try:
             self._apply_metadata(buf)
         except Exception:
-            self.stats.count_internal_error()
-            self.stats.count_dropped("internal_error")
+            self.stats.count_failed_run()
             logger.exception("otel-traj could not hand over trace %032x", ctx.trace_id)
             return None
         if evicted:

@@ -55,9 +55,8 @@ class OpenSpans:
 
     def drain(self, now: float = 0.0) -> tuple[list[Any], list[SpanRecord], list[SpanRecord]]:
         """The spans ended since the last drain, and the records queued in their place (those whose
-        step was dropped apart); the starts
-        since then are counted as open (first seen ``now``). Worker thread only; call ``closed`` for
-        every drained end."""
+        step was dropped apart); the starts since then are counted as open (first seen ``now``).
+        Worker thread only; call ``closed`` for every drained end."""
         ended = _drain(self.ended_spans)
         stepless, lost = _drain(self._stepless), _drain(self._lost)
         counts, since = self._open, self._since

@@ -237,15 +237,10 @@ class Pipeline:
         return verdicts
 
     def _failed(self, trace_id: int) -> None:
-        self.stats.count_internal_error()
-        self.stats.count_dropped("internal_error")
+        self.stats.count_failed_run()
         logger.exception("otel-traj could not grade trace %032x", trace_id)
 
     # -- lifecycle ------------------------------------------------------------------------------
-
-    @property
-    def is_shut_down(self) -> bool:
-        return self._stopping
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Grade every trace that is complete now (without waiting for the grace period) and flush

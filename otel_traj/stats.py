@@ -46,6 +46,12 @@ class PipelineStats:
         with self._lock:
             self.internal_errors += 1
 
+    def count_failed_run(self) -> None:
+        """A run lost to an error inside otel-traj: an internal error, and a run dropped because of it."""
+        with self._lock:
+            self.internal_errors += 1
+            self.dropped["internal_error"] = self.dropped.get("internal_error", 0) + 1
+
     def restart_in_child(self) -> None:
         """After ``fork``: a lock the parent held at that moment would stay held here."""
         self._lock = threading.Lock()
