@@ -101,9 +101,7 @@ class TrajectoryProcessor(SpanProcessor):
         from otel_traj.sinks.prometheus_health import register_pipeline_health
 
         for registry in registries:
-            register_pipeline_health(registry, self.stats)
-            for sink in self.pipeline.sinks:
-                register_pipeline_health(registry, sink.stats)
+            register_pipeline_health(registry, self.stats, *(sink.stats for sink in self.pipeline.sinks))
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         if self._shut_down:

@@ -136,9 +136,7 @@ class Service:
         self.ingest = Ingest(self.pipeline, settings.retry_after_s)
         registry: CollectorRegistry = self.prometheus.registry
         register_service_metrics(registry, self.ingest.stats, self.tls)
-        register_pipeline_health(registry, self.stats)
-        for sink in sinks:
-            register_pipeline_health(registry, sink.stats)
+        register_pipeline_health(registry, self.stats, *(sink.stats for sink in sinks))
         self._ready = False
         self._stopped = False
         self._grpc: GrpcReceiver | None = None

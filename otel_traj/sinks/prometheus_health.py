@@ -27,8 +27,9 @@ _collectors: weakref.WeakKeyDictionary[CollectorRegistry, PipelineHealthCollecto
 _collectors_lock = threading.Lock()
 
 
-def register_pipeline_health(registry: CollectorRegistry, stats: PipelineStats) -> None:
-    """Report ``stats`` in ``registry``'s pipeline-health metrics, added to any stats already there.
+def register_pipeline_health(registry: CollectorRegistry, *stats: PipelineStats) -> None:
+    """Report each of ``stats`` (a pipeline's, its sinks') in ``registry``'s pipeline-health metrics,
+    added to any stats already there.
 
     Idempotent: the same ``stats`` object registered twice is counted once.
     """
@@ -39,7 +40,8 @@ def register_pipeline_health(registry: CollectorRegistry, stats: PipelineStats) 
             # Raises if the registry already holds these names (a collector registered by hand).
             registry.register(collector)
             _collectors[registry] = collector
-    collector.add(stats)
+    for each in stats:
+        collector.add(each)
 
 
 class PipelineHealthCollector(Collector):
