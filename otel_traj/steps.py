@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 StepKind = Literal["tool", "model", "agent"]
+# Where a tool call's arguments were read: its own execution span, or the model's request for it.
+ArgumentsSource = Literal["execution", "request"]
 
 
 # Text, or how to get it when first read (see ``ModelCall.input_text``).
@@ -57,6 +59,13 @@ class ToolCall:
     dialect: str = ""
     step_id: str = ""
     truncated: bool = False
+    # Set by the trajectory builder when it joins the call to the model's request: the index of the
+    # requesting model call in ``Trajectory.model_calls`` and where the arguments came from.
+    turn: int | None = None
+    arguments_source: ArgumentsSource = "execution"
+    # A structured-output tool (``final_result``, ``final_answer``): the framework's way to return
+    # the answer, not an action of the agent; kept out of tool checks and matching.
+    output: bool = False
 
     kind: StepKind = field(default="tool", init=False)
 
