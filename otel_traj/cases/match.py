@@ -7,9 +7,11 @@ Modes (after the reference-trajectory evaluators users already know):
 - ``subset``: every actual call is an expected one (expected calls may be missing);
 - ``superset``: every expected call was made (extra calls are allowed).
 
-Calls to a tool listed only in ``expect_error_from`` are tolerated: neither missing nor extra. Pairs
-are found by an optimal assignment (``strict``: an order-preserving alignment), never first-fit.
-Calls that ran concurrently (overlapping spans) have no order among themselves.
+Calls to a tool listed only in ``expect_error_from`` are tolerated: neither missing nor extra;
+structured-output calls (``ToolCall.output``) are left out unless the case lists their tool. Pairs
+are found by an optimal assignment on the arguments, never first-fit, in every mode; ``strict`` then
+keeps the longest run of pairs in the expected order and reports the rest as out of order. Calls of
+one model turn, or whose spans overlapped, have no order among themselves (``order``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from otel_traj.cases.assignment import max_weight_assignment
 from otel_traj.cases.model import ExpectedTool, GoldenCase, MatchMode
+from otel_traj.cases.order import longest_in_order, unordered_groups
 from otel_traj.cases.values import ArgComparison, compare_args
 from otel_traj.steps import ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
@@ -32,27 +35,29 @@ def step_id(call: ToolCall) -> str:
     return call.step_id or span_hex(call.span_id)
 
 
-def observed_calls(trajectory: Trajectory, case: GoldenCase) -> list[ToolCall]:
-    """The executed tool calls in trajectory order; within a group of calls whose spans overlap in
-    time, ordered as the case lists their tools: neither can have waited for the other's result, so
-    they have no order of their own (whether or not the builder marked them ``parallel``, which needs
-    sibling spans)."""
-    calls = [c for c in trajectory.tool_calls if c.observed]
+def _matchable(call: ToolCall, case: GoldenCase) -> bool:
+    """Executed calls only; a structured-output call (``final_result``) is how the framework returns
+    the answer, not an action, so it counts only where the case lists that tool."""
+    return call.observed and (not call.output or call.name in case.expected_names)
+
+
+def observed_groups(trajectory: Trajectory, case: GoldenCase) -> tuple[list[ToolCall], list[int]]:
+    """The calls to match, in trajectory order, and for each its unordered group (see ``order``).
+    The calls of a group are listed together, as the case lists their tools."""
+    calls = [c for c in trajectory.tool_calls if _matchable(c, case)]
+    group_of = unordered_groups(calls)
     position: dict[str, int] = {}
     for index, tool in enumerate(case.expected_tools):
         position.setdefault(tool.name, index)
-    ordered: list[ToolCall] = []
-    group: list[ToolCall] = []
-    group_end = 0
-    for call in calls:
-        if group and call.start_ns < group_end:
-            group.append(call)
-            group_end = max(group_end, call.end_ns)
-            continue
-        ordered += sorted(group, key=lambda c: position.get(c.name, len(position)))
-        group, group_end = [call], call.end_ns
-    ordered += sorted(group, key=lambda c: position.get(c.name, len(position)))
-    return ordered
+    ordered = sorted(
+        range(len(calls)), key=lambda i: (group_of[i], position.get(calls[i].name, len(position)))
+    )
+    return [calls[i] for i in ordered], [group_of[i] for i in ordered]
+
+
+def observed_calls(trajectory: Trajectory, case: GoldenCase) -> list[ToolCall]:
+    """The calls to match, in trajectory order, a group of unordered calls listed together."""
+    return observed_groups(trajectory, case)[0]
 
 
 def call_arguments(call: ToolCall, keys: Collection[str]) -> Mapping[str, Any] | None:
@@ -130,60 +135,16 @@ def assign_unordered(
             continue
         candidates = [[_pair(case, calls, e, a) for a in group_a] for e in group_e]
         # One right call must outweigh any amount of partial similarity elsewhere in the group; the
-        # tiny rank term breaks ties towards earlier calls, so a repeated call is the later one.
+        # tiny term breaks ties towards pairing the k-th expected call with the k-th actual one, so
+        # equal calls never cross (strict mode would see them out of order) and a repeated call is
+        # the later one.
         full = len(group_e) + 1.0
         weight = [
-            [(full if p.args_ok else 0.5 * p.credit) - 1e-9 * rank for rank, p in enumerate(row)]
-            for row in candidates
+            [(full if p.args_ok else 0.5 * p.credit) - 1e-9 * abs(rank - row) for rank, p in enumerate(line)]
+            for row, line in enumerate(candidates)
         ]
         pairs += [candidates[r][c] for r, c in max_weight_assignment(weight)]
     return sorted(pairs, key=lambda p: p.expected_index)
-
-
-Score = tuple[int, int, float]
-
-
-def _plus(score: Score, pair: CallPair) -> Score:
-    return (score[0] + 1, score[1] + int(pair.args_ok), score[2] + pair.credit)
-
-
-def align_ordered(
-    case: GoldenCase, calls: Sequence[ToolCall], expected: Sequence[int], actual: Sequence[int]
-) -> list[CallPair]:
-    """The order-preserving alignment (longest common subsequence by tool name) with the most pairs,
-    then the most right arguments, then the most similar arguments."""
-    n, m = len(expected), len(actual)
-    cache: dict[tuple[int, int], CallPair] = {}
-
-    def pair_at(i: int, j: int) -> CallPair | None:
-        if case.expected_tools[expected[i]].name != calls[actual[j]].name:
-            return None
-        if (i, j) not in cache:
-            cache[i, j] = _pair(case, calls, expected[i], actual[j])
-        return cache[i, j]
-
-    table: list[list[Score]] = [[(0, 0, 0.0)] * (m + 1) for _ in range(n + 1)]
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            best = max(table[i - 1][j], table[i][j - 1])
-            pair = pair_at(i - 1, j - 1)
-            if pair is not None:
-                best = max(best, _plus(table[i - 1][j - 1], pair))
-            table[i][j] = best
-    pairs: list[CallPair] = []
-    i, j = n, m
-    # Walking back from the end, an actual call is skipped whenever that costs nothing, so ties pair
-    # the earliest calls and a repeated call is reported as the later one.
-    while i and j:
-        pair = pair_at(i - 1, j - 1)
-        if table[i][j] == table[i][j - 1]:
-            j -= 1
-        elif pair is not None and table[i][j] == _plus(table[i - 1][j - 1], pair):
-            pairs.append(pair)
-            i, j = i - 1, j - 1
-        else:
-            i -= 1
-    return pairs[::-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +166,13 @@ class MatchResult:
 
     @property
     def wrong_args(self) -> tuple[CallPair, ...]:
-        return tuple(p for p in self.pairs if not p.args_ok)
+        """Matched calls with wrong arguments, in order or not."""
+        return tuple(p for p in (*self.pairs, *self.out_of_order) if not p.args_ok)
 
     @property
     def arguments_checked(self) -> bool:
         """False when some matched call had no captured arguments, so only its name was compared."""
-        return all(p.args is not None for p in self.pairs)
+        return all(p.args is not None for p in (*self.pairs, *self.out_of_order))
 
     def offending_steps(self) -> tuple[str, ...]:
         indices = {*self.extra, *(p.actual_index for p in self.wrong_args)}
@@ -227,7 +189,15 @@ class MatchResult:
                 "extra " + _listing([f"{self.calls[a].name} ({step_id(self.calls[a])})" for a in self.extra])
             )
         if self.out_of_order:
-            parts.append("out of order " + _listing([p.name for p in self.out_of_order]))
+            parts.append(
+                "out of order "
+                + _listing(
+                    [
+                        f"{p.name} ({p.step_id}, expected call {p.expected_index + 1})"
+                        for p in self.out_of_order
+                    ]
+                )
+            )
         if self.wrong_args:
             parts.append(
                 "wrong arguments " + _listing([f"{p.name} ({p.describe_args()})" for p in self.wrong_args])
@@ -255,7 +225,13 @@ class MatchResult:
             "missing": [{"expected": e, "name": self.expected[e].name} for e in self.missing],
             "extra": [{"step_id": step_id(self.calls[a]), "name": self.calls[a].name} for a in self.extra],
             "out_of_order": [
-                {"expected": p.expected_index, "step_id": p.step_id, "name": p.name}
+                {
+                    "expected": p.expected_index,
+                    "step_id": p.step_id,
+                    "name": p.name,
+                    "arguments_ok": p.args_ok,
+                    "mismatches": [m.describe() for m in p.args.mismatches] if p.args else [],
+                }
                 for p in self.out_of_order
             ],
             "tolerated": [
@@ -284,18 +260,18 @@ def _score(mode: MatchMode, pairs: Sequence[CallPair], expected: int, actual: in
 def match_trajectory(trajectory: Trajectory, case: GoldenCase, mode: MatchMode | None = None) -> MatchResult:
     """Match a trajectory's observed tool calls against the case (``mode`` defaults to the case's)."""
     mode = mode or case.match_mode
-    calls = observed_calls(trajectory, case)
+    calls, groups = observed_groups(trajectory, case)
     tolerated = tuple(i for i, c in enumerate(calls) if c.name in case.tolerated_names)
     actual = [i for i, c in enumerate(calls) if c.name not in case.tolerated_names]
     expected = list(range(len(case.expected_tools)))
+    pairs = assign_unordered(case, calls, expected, actual)
     out_of_order: list[CallPair] = []
     if mode == "strict":
-        pairs = align_ordered(case, calls, expected, actual)
-        left_e = [e for e in expected if e not in {p.expected_index for p in pairs}]
-        left_a = [a for a in actual if a not in {p.actual_index for p in pairs}]
-        out_of_order = assign_unordered(case, calls, left_e, left_a)
-    else:
-        pairs = assign_unordered(case, calls, expected, actual)
+        # Which call answers which expected call is decided on the arguments alone; order is judged
+        # afterwards, so swapped calls read "out of order", never "wrong arguments".
+        kept = set(longest_in_order([groups[p.actual_index] for p in pairs], [p.actual_index for p in pairs]))
+        out_of_order = [p for k, p in enumerate(pairs) if k not in kept]
+        pairs = [p for k, p in enumerate(pairs) if k in kept]
     used_e = {p.expected_index for p in (*pairs, *out_of_order)}
     used_a = {p.actual_index for p in (*pairs, *out_of_order)}
     missing = tuple(e for e in expected if e not in used_e)
