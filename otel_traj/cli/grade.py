@@ -89,10 +89,12 @@ def run(args: argparse.Namespace) -> int:
     except TraceFileError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    # Like the processor: a policy's subject may live in a custom attribute on any span of the trace.
-    config = AssemblerConfig()
-    if policy is not None:
-        config = config.with_capture(subject_attributes(policy))
+    # Like the processor: a policy's subject may live in a custom attribute on any span of the trace;
+    # so may the attribute that names a run's golden case, which no policy needs to mention.
+    capture = subject_attributes(policy) if policy is not None else ()
+    if cases is not None:
+        capture += tuple(key for key in (args.match_on, *(c.match_on for c in cases)) if key)
+    config = AssemblerConfig().with_capture(capture)
     trajectories = trajectories_from_views(inputs.views, config)
     skipped = inputs.skipped + _without_trajectory(inputs, trajectories)
     if args.verbose:
