@@ -269,3 +269,14 @@ def test_match_invariants(
             assert len(pairs) == min(sum(n == name for n, _ in expected), sum(n == name for n, _ in actual))
             exact = sum(min(expected.count((name, x)), actual.count((name, x))) for x in range(3))
             assert sum(p.args_ok for p in pairs) == exact
+
+
+def test_per_tool_override_with_a_dotted_path() -> None:
+    expected = ("book_room", {"room": "A1", "time": {"start": "09:00", "end": "10:00"}})
+    golden = case(expected, tool_args={"book_room": ["room", "time.start"]})
+    longer = traj(call(1, "book_room", {"room": "A1", "time": {"start": "09:00", "end": "11:00"}}))
+    assert match_trajectory(longer, golden).passed
+    no_start = traj(call(1, "book_room", {"room": "A1", "time": {"end": "10:00"}}))
+    result = match_trajectory(no_start, golden)
+    assert not result.passed
+    assert "time.start missing from the call (expected 09:00)" in result.reason()

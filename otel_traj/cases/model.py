@@ -7,7 +7,8 @@ A case file is JSONL, one case per line, in the widely used golden-case shape::
 
 Files in that shape are accepted as they are. Optional keys of ours refine the comparison:
 ``match`` (strict|unordered|subset|superset), ``args_mode`` (exact|ignore|subset|superset),
-``tool_args`` (per-tool override: a mode, or the list of argument keys that must match),
+``tool_args`` (per-tool override: a mode, or the list of argument keys, or dotted paths into nested
+values such as ``time.start``, that must match),
 ``nonempty`` (free-text arguments that only need a non-empty value: ``reason`` for every expected
 call whose ``args`` list it, or ``tool.reason``) and ``match_on`` (the trajectory
 attribute whose value names this case). Unknown keys are errors, so a typo never silently loosens a case.
@@ -70,6 +71,10 @@ class GoldenCase(BaseModel):
         unknown = sorted(set(self.tool_args) - names)
         if unknown:
             raise ValueError(f"tool_args names tools not in expected_tools: {', '.join(unknown)}")
+        for tool, rule in self.tool_args.items():
+            bad = [key for key in rule if not all(key.split("."))] if isinstance(rule, tuple) else []
+            if bad:
+                raise ValueError(f"tool_args.{tool}: {bad[0]!r} is not an argument key or dotted path")
         declared = {key for tool in self.expected_tools for key in tool.args}
         for entry in self.nonempty:
             tool, dot, _ = entry.partition(".")

@@ -100,9 +100,9 @@ class ArgMismatch:
 
     def describe(self) -> str:
         if self.problem == "missing":
-            return f"{self.key} missing (expected {_show(self.expected)})"
+            return f"{self.key} missing from the call (expected {_show(self.expected)})"
         if self.problem == "unexpected":
-            return f"{self.key}={_show(self.actual)} not expected"
+            return f"{self.key}={_show(self.actual)} not in the expected args"
         if self.problem == "empty":
             return f"{self.key} is empty"
         return f"{self.key} expected {_show(self.expected)}, got {_show(self.actual)}"
@@ -135,22 +135,53 @@ class ArgComparison:
         return (self.compared - len(self.mismatches)) / self.compared
 
 
+class _Absent:
+    """The value of a key or path that an argument mapping does not hold (``None`` is a value)."""
+
+
+ABSENT = _Absent()
+
+
+def value_at(value: Any, path: str) -> Any:
+    """The value at a dotted ``path`` (``time.start``, ``items.0.id``) in arguments, ``ABSENT`` if
+    there is none. A key that itself holds the dot wins; JSON text is read as the structure it encodes."""
+    value = _decode(value)
+    if isinstance(value, Mapping):
+        if path in value:
+            return value[path]
+        for index, char in enumerate(path):
+            if char == "." and path[:index] in value:
+                found = value_at(value[path[:index]], path[index + 1 :])
+                if found is not ABSENT:
+                    return found
+        return ABSENT
+    if isinstance(value, list | tuple):
+        head, dot, rest = path.partition(".")
+        if head.isdigit() and int(head) < len(value):
+            return value_at(value[int(head)], rest) if dot else value[int(head)]
+    return ABSENT
+
+
 def _check_key(
-    key: str, expected: Mapping[str, Any], actual: Mapping[str, Any], nonempty: frozenset[str]
+    key: str, expected: Mapping[str, Any], actual: Mapping[str, Any], nonempty: frozenset[str], paths: bool
 ) -> ArgMismatch | None:
+    if paths:
+        want, got = value_at(expected, key), value_at(actual, key)
+    else:
+        want, got = expected.get(key, ABSENT), actual.get(key, ABSENT)
     if key in nonempty:
-        if key not in actual:
+        if got is ABSENT:
             return ArgMismatch(key, "missing", _NONEMPTY_MARK)
-        return None if is_nonempty(actual[key]) else ArgMismatch(key, "empty", _NONEMPTY_MARK, actual[key])
-    if key in expected and key not in actual:
-        return ArgMismatch(key, "missing", expected[key])
-    if key not in expected and key in actual:
-        return ArgMismatch(key, "unexpected", None, actual[key])
-    if key not in expected:
+        return None if is_nonempty(got) else ArgMismatch(key, "empty", _NONEMPTY_MARK, got)
+    if want is ABSENT and got is ABSENT:
         return None
-    if values_equal(expected[key], actual[key]):
+    if got is ABSENT:
+        return ArgMismatch(key, "missing", want)
+    if want is ABSENT:
+        return ArgMismatch(key, "unexpected", None, got)
+    if values_equal(want, got):
         return None
-    return ArgMismatch(key, "different", expected[key], actual[key])
+    return ArgMismatch(key, "different", want, got)
 
 
 def compare_args(
@@ -165,8 +196,9 @@ def compare_args(
     - ``superset``: every expected key present and equal, extra actual keys allowed;
     - ``subset``: every actual key expected and equal, expected keys may be absent;
     - ``ignore``: arguments are not compared;
-    - a tuple of keys: only those keys are compared (present in both with equal values, or absent
-      from both).
+    - a tuple of keys: only those keys are compared, each a key or a dotted path into nested values
+      (``time.start``); present in both with equal values, or absent from both (the expected call
+      gives no value, and the call has none); present on one side only is a mismatch.
 
     Keys in ``nonempty`` need a non-empty actual value instead of an equal one.
     """
@@ -181,5 +213,6 @@ def compare_args(
         keys = sorted(declared)
     else:
         keys = sorted(set(actual))
-    mismatches = [m for key in keys if (m := _check_key(key, expected, actual, nonempty)) is not None]
+    paths = isinstance(rule, tuple)
+    mismatches = [m for key in keys if (m := _check_key(key, expected, actual, nonempty, paths)) is not None]
     return ArgComparison(tuple(mismatches), len(keys))
