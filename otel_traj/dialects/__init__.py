@@ -1,10 +1,12 @@
-"""Dialect parsers: one SpanView in, at most one Step out.
+"""Dialects: one SpanView in, at most one Step out.
 
 ``to_step`` runs for every span a front door gets, so the common case, a span that is not GenAI at
 all, is rejected first and cheaply: one set test against the attribute keys, then one ``startswith``
 on the name. GenAI spans are classified by attributes first, most specific marker first (vendor markers before
 ``gen_ai.operation.name``, which several vendors also set), and by span name only when no attribute
-says what the span is: frameworks rename spans.
+says what the span is: frameworks rename spans. Classification decides only the kind of step and
+the dialect named on it; every field is then read through the evidence table (``fields``), across
+all dialects' keys.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects import adk, langfuse, logfire, openinference, pydantic_ai, semconv, traceloop, vercel
-from otel_traj.dialects._steps import Parser
+from otel_traj.dialects.evidence import agent_step, model_step, tool_step
 from otel_traj.spanview import SpanView
-from otel_traj.steps import Step
+from otel_traj.steps import Step, StepKind
 
 __all__ = ["DEFAULT_MAX_CHARS", "MARKERS", "NAME_PREFIXES", "may_be_step", "to_step"]
 
@@ -24,14 +26,14 @@ DEFAULT_MAX_CHARS = 4096
 # A span with none of these attribute keys and none of these name prefixes is no step.
 MARKERS = frozenset(
     {
-        "langfuse.observation.type",
+        langfuse.TYPE,
         "openinference.span.kind",
-        "traceloop.span.kind",
+        traceloop.KIND,
         "llm.request.type",
-        "ai.operationId",
+        vercel.OPERATION,
         adk.TOOL_ARGS,
         adk.LLM_REQUEST,
-        "logfire.msg_template",
+        logfire.TEMPLATE,
         "gen_ai.operation.name",
         "gen_ai.tool.name",
         "gen_ai.system",
@@ -41,15 +43,21 @@ MARKERS = frozenset(
 )
 _PYDANTIC_MARKERS = frozenset(pydantic_ai.MARKERS)
 # Markers whose value names the kind of span, most specific first: the first one present decides.
-_KEYED: tuple[tuple[str, Mapping[str, Parser]], ...] = (
-    ("langfuse.observation.type", langfuse.PARSERS),
-    ("openinference.span.kind", openinference.PARSERS),
-    ("traceloop.span.kind", traceloop.PARSERS),
-    ("llm.request.type", traceloop.REQUEST_PARSERS),
-    ("ai.operationId", vercel.PARSERS),
+_KEYED: tuple[tuple[str, Mapping[str, StepKind], str], ...] = (
+    (langfuse.TYPE, {"tool": "tool", "generation": "model", "agent": "agent"}, langfuse.DIALECT),
+    ("openinference.span.kind", {"TOOL": "tool", "LLM": "model", "AGENT": "agent"}, openinference.DIALECT),
+    (traceloop.KIND, {"tool": "tool", "workflow": "agent", "agent": "agent"}, traceloop.DIALECT),
+    ("llm.request.type", {"chat": "model", "completion": "model"}, traceloop.DIALECT),
+    (vercel.OPERATION, vercel.KINDS, vercel.DIALECT),
 )
+_SEMCONV_KINDS: dict[str, StepKind] = {
+    "execute_tool": "tool",
+    **dict.fromkeys(semconv.MODEL_OPERATIONS, "model"),
+    **dict.fromkeys(semconv.AGENT_OPERATIONS, "agent"),
+}
 NAME_PREFIXES = ("execute_tool ", "invoke_agent ", "chat ", "running tool", "agent run", "call_llm")
 _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
+Kind = tuple[StepKind, str]
 
 
 def may_be_step(name: str, attributes: Mapping[str, Any]) -> bool:
@@ -69,53 +77,82 @@ def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
         name = view.name
         if not marked and not (isinstance(name, str) and name.startswith(NAME_PREFIXES)):
             return None
-        # Parsers probe many keys that are absent; a plain dict answers those fastest (the SDK's
-        # attribute mapping raises and catches KeyError for each).
+        # The field tables probe many keys that are absent; a plain dict answers those fastest (the
+        # SDK's attribute mapping raises and catches KeyError for each).
         if type(attrs) is not dict:
             attrs = dict(attrs)
         if marked:
             return _by_attributes(view, attrs, max_chars)
-        return _by_name(view, attrs, name, max_chars)
+        return _build(_by_name(name), view, attrs, max_chars)
     except Exception:  # a malformed span is no step; it must never stop the others
         return None
 
 
 def _by_attributes(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Step | None:
-    for marker, parsers in _KEYED:
-        kind = attrs.get(marker)
-        if kind is not None:
-            return _parse(parsers, kind, view, attrs, max_chars)
-    if adk.TOOL_ARGS in attrs or adk.LLM_REQUEST in attrs:
-        return adk.parse(view, attrs, max_chars)
-    template = attrs.get("logfire.msg_template")
-    if isinstance(template, str) and template.startswith(logfire.TEMPLATES):
-        return logfire.parse(view, attrs, template, max_chars)
-    if view.name == "running tool" or not _PYDANTIC_MARKERS.isdisjoint(attrs):
-        return pydantic_ai.parse(view, attrs, max_chars)
+    return _build(_classify(view, attrs), view, attrs, max_chars)
+
+
+def _build(kind: Kind | None, view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Step | None:
+    if kind is None:
+        return None
+    step_kind, dialect = kind
+    if step_kind == "tool":
+        return tool_step(view, attrs, dialect, max_chars)
+    if step_kind == "model":
+        return model_step(view, attrs, dialect, max_chars)
+    return agent_step(view, attrs, dialect, max_chars)
+
+
+def _classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
+    """What the span is (tool, model or agent) and which dialect says so, or None."""
+    for marker, kinds, dialect in _KEYED:
+        value = attrs.get(marker)
+        if value is not None:
+            found = kinds.get(value) if isinstance(value, str) else None
+            return (found, dialect) if found is not None else None
     operation = attrs.get("gen_ai.operation.name")
+    if adk.TOOL_ARGS in attrs or adk.LLM_REQUEST in attrs:
+        if adk.TOOL_ARGS in attrs or operation == "execute_tool":
+            return "tool", adk.DIALECT
+        return ("agent" if operation in semconv.AGENT_OPERATIONS else "model"), adk.DIALECT
+    template = attrs.get(logfire.TEMPLATE)
+    if isinstance(template, str) and template.startswith(logfire.TEMPLATES):
+        if logfire.is_tool(attrs):
+            return "tool", logfire.DIALECT
+        return ("agent" if logfire.is_agent(attrs) else "model"), logfire.DIALECT
+    if view.name == pydantic_ai.TOOL_SPAN or not _PYDANTIC_MARKERS.isdisjoint(attrs):
+        return _pydantic_kind(view, attrs, operation)
     if isinstance(operation, str):
-        return _parse(semconv.PARSERS, operation, view, attrs, max_chars)
+        found = _SEMCONV_KINDS.get(operation)
+        return (found, semconv.DIALECT) if found is not None else None
     if "gen_ai.tool.name" in attrs:
-        return semconv.parse_tool(view, attrs, max_chars)
+        return "tool", semconv.DIALECT
     if any(key in attrs for key in _MODEL_KEYS):
-        return semconv.parse_model(view, attrs, max_chars)
+        return "model", semconv.DIALECT
     return None
 
 
-def _parse(
-    parsers: Mapping[str, Parser], kind: Any, view: SpanView, attrs: Mapping[str, Any], max_chars: int
-) -> Step | None:
-    parser = parsers.get(kind) if isinstance(kind, str) else None
-    return parser(view, attrs, max_chars) if parser is not None else None
+def _pydantic_kind(view: SpanView, attrs: Mapping[str, Any], operation: Any) -> Kind | None:
+    if operation == "execute_tool" or view.name == pydantic_ai.TOOL_SPAN or "tool_arguments" in attrs:
+        return "tool", pydantic_ai.DIALECT
+    if (
+        operation in semconv.AGENT_OPERATIONS
+        or view.name == pydantic_ai.AGENT_SPAN
+        or "final_result" in attrs
+    ):
+        return "agent", pydantic_ai.DIALECT
+    if operation in semconv.MODEL_OPERATIONS:
+        return "model", pydantic_ai.DIALECT
+    return None
 
 
-def _by_name(view: SpanView, attrs: Mapping[str, Any], name: str, max_chars: int) -> Step | None:
+def _by_name(name: str) -> Kind | None:
     if name.startswith("execute_tool "):
-        return semconv.parse_tool(view, attrs, max_chars)
-    if name.startswith("invoke_agent ") or name == "agent run":
-        return semconv.parse_agent(view, attrs, max_chars)
+        return "tool", semconv.DIALECT
+    if name.startswith("invoke_agent ") or name == pydantic_ai.AGENT_SPAN:
+        return "agent", semconv.DIALECT
     if name.startswith("chat "):
-        return semconv.parse_model(view, attrs, max_chars)
+        return "model", semconv.DIALECT
     if name == "call_llm":
-        return adk.parse_model(view, attrs, max_chars)
+        return "model", adk.DIALECT
     return None

@@ -28,6 +28,9 @@ _ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
 _OUTPUT_ROLES = _ASSISTANT_ROLES | {None}
 
 
+# ``(text, requested tools, finish reasons)`` of a model response, as one source records it.
+Output = tuple[str | None, tuple[RequestedTool, ...], tuple[str, ...]]
+
 # Flattened message lists (``llm.output_messages.N.message.*``, ``gen_ai.completion.N.*``) are read
 # index by index up to these bounds.
 MAX_MESSAGES = 1000
@@ -259,9 +262,7 @@ def _tool_calls(message: Mapping[str, Any], found: list[RequestedTool], max_char
         found += filter(None, (openai_tool_call(call, max_chars) for call in calls))
 
 
-def assistant_output(
-    messages: list[Any], max_chars: int
-) -> tuple[str | None, tuple[RequestedTool, ...], tuple[str, ...]]:
+def assistant_output(messages: list[Any], max_chars: int) -> Output:
     """``(text, requested_tools, finish_reasons)`` of the assistant messages of a response."""
     texts: list[str] = []
     tools: list[RequestedTool] = []

@@ -16,7 +16,6 @@ from otel_traj.dialects._base import (
     clip,
     clip_text,
     dumps,
-    first,
     loads,
     span_error,
     valid_json_text,
@@ -29,7 +28,6 @@ from otel_traj.steps import (
     LazyText,
     ModelCall,
     RequestedTool,
-    Step,
     ToolCall,
     resolve_text,
     span_hex,
@@ -38,9 +36,6 @@ from otel_traj.steps import (
 UNWRAP_LIMIT = 64 * 1024
 # Tool calls kept per model response (each capped like any text): the join needs the first ones.
 MAX_REQUESTED = 128
-
-# ``parser(view, attributes, max_chars)``; each dialect maps the values of its marker to them.
-Parser = Callable[[SpanView, Mapping[str, Any], int], Step | None]
 
 
 def tool_call(
@@ -134,26 +129,6 @@ def _bounded(value: Any, room: list[int], depth: int) -> Any:
         return items
     room[0] -= 1
     return value
-
-
-# Where a dialect's tool spans keep ``(call id, arguments, result)``: the first present key of each.
-ToolKeys = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
-
-
-def keyed_tool_call(
-    view: SpanView,
-    attrs: Mapping[str, Any],
-    dialect: str,
-    name: str,
-    max_chars: int,
-    keys: ToolKeys,
-    *,
-    failed: bool = False,
-    error_message: str | None = None,
-) -> ToolCall:
-    ids, arguments, results = keys
-    call_id, found, result = first(attrs, ids), first(attrs, arguments), first(attrs, results)
-    return tool_call(view, attrs, dialect, name, max_chars, call_id, found, result, failed, error_message)
 
 
 def _text(value: Any, max_chars: int) -> str | None:
@@ -292,4 +267,5 @@ def unwrap_arguments(value: Any, max_chars: int) -> tuple[Any, Any]:
         if not data.get("args") and isinstance(kwargs, dict):
             return kwargs, None
         return value, None
-    return data, None
+    # Not a wrapper: the arguments themselves, left as text for the trajectory builder to parse.
+    return value, None

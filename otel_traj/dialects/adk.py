@@ -13,57 +13,42 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects import semconv
-from otel_traj.dialects._base import as_str, loads, suffix
-from otel_traj.dialects._messages import assistant_output, last_user_text
-from otel_traj.dialects._steps import tool_call
-from otel_traj.dialects._usage import usage, usage_from_json
+from otel_traj.dialects._base import loads
+from otel_traj.dialects._messages import Output, assistant_output, last_user_text
+from otel_traj.dialects._usage import Usage, usage_from_json
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 
 DIALECT = "adk"
 TOOL_ARGS = "gcp.vertex.agent.tool_call_args"
+TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
 LLM_REQUEST = "gcp.vertex.agent.llm_request"
-_NOT_SPECIFIED = frozenset({"<not specified>", "N/A", ""})
+LLM_RESPONSE = "gcp.vertex.agent.llm_response"
 
 
-def parse(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolCall | ModelCall | AgentRun | None:
-    operation = attrs.get("gen_ai.operation.name")
-    if TOOL_ARGS in attrs or operation == "execute_tool":
-        return parse_tool(view, attrs, max_chars)
-    if operation in semconv.AGENT_OPERATIONS:
-        return semconv.parse_agent(view, attrs, max_chars, DIALECT)
-    return parse_model(view, attrs, max_chars)
-
-
-def _specified(value: Any) -> Any:
-    return None if isinstance(value, str) and value in _NOT_SPECIFIED else value
-
-
-def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolCall:
-    name = as_str(attrs.get("gen_ai.tool.name")) or suffix(view.name, "execute_tool ") or "unknown"
-    call_id = _specified(attrs.get("gen_ai.tool.call.id"))
-    arguments = _specified(attrs.get(TOOL_ARGS))
-    result = _specified(attrs.get("gcp.vertex.agent.tool_response"))
-    return tool_call(view, attrs, DIALECT, name, max_chars, call_id, arguments, result)
-
-
-def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ModelCall:
+def request_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
     request = loads(attrs.get(LLM_REQUEST))
-    response = loads(attrs.get("gcp.vertex.agent.llm_response"))
     contents = request.get("contents") if isinstance(request, Mapping) else None
-    input_text = last_user_text(contents, max_chars) if isinstance(contents, list) else None
-    output_text: str | None = None
-    requested: tuple[RequestedTool, ...] = ()
-    reasons: tuple[str, ...] = ()
-    counted = usage(attrs)
-    if isinstance(response, Mapping):
-        content = response.get("content")
-        if isinstance(content, Mapping):
-            output_text, requested, _ = assistant_output([content], max_chars)
-        if counted.input is None and counted.output is None:
-            counted = usage_from_json(response.get("usage_metadata"))
-        if isinstance(response.get("finish_reason"), str):
-            reasons = (response["finish_reason"].lower(),)
-    found = (input_text, output_text, requested, reasons)
-    return semconv.model_step(view, attrs, DIALECT, max_chars, found, counted=counted)
+    return last_user_text(contents, max_chars) if isinstance(contents, list) else None
+
+
+def _response(attrs: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    response = loads(attrs.get(LLM_RESPONSE))
+    return response if isinstance(response, Mapping) else None
+
+
+def response_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
+    response = _response(attrs)
+    if response is None:
+        return None
+    content = response.get("content")
+    text, requested, _ = (
+        assistant_output([content], max_chars) if isinstance(content, Mapping) else (None, (), ())
+    )
+    reason = response.get("finish_reason")
+    return text, requested, (reason.lower(),) if isinstance(reason, str) else ()
+
+
+def json_usage(attrs: Mapping[str, Any]) -> Usage | None:
+    response = _response(attrs) if LLM_RESPONSE in attrs else None
+    counted = usage_from_json(response.get("usage_metadata")) if response is not None else None
+    return counted if counted is not None and (counted.input, counted.output) != (None, None) else None

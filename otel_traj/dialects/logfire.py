@@ -5,7 +5,8 @@ Logfire names spans by their message template and keeps the SDK's span data as a
 ``{"message", "data"}`` when the tool failed), ``Agent run: {name!r}`` and the model spans
 ``Chat completion with {gen_ai.request.model!r}`` / ``Responses API with {gen_ai.request.model!r}``.
 Model spans carry ``gen_ai.usage.*`` and the same numbers again in a JSON ``usage`` (or inside
-``response``): the semconv names win, the JSON is read only when they are missing.
+``response``): the semconv names win, the JSON is read only when they are missing. The run's
+``RunConfig.group_id`` (the conversation) is the trace span's ``group_id``.
 """
 
 from __future__ import annotations
@@ -13,37 +14,45 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects import semconv
 from otel_traj.dialects._base import as_int, as_str, first, loads
-from otel_traj.dialects._messages import as_messages, assistant_output, last_user_text
-from otel_traj.dialects._steps import ToolKeys, agent_run, keyed_tool_call, model_call
-from otel_traj.dialects._usage import usage, usage_from_json
+from otel_traj.dialects._messages import Output, as_messages, assistant_output, last_user_text
+from otel_traj.dialects._usage import Usage, usage_from_json
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, ToolCall
 
 DIALECT = "logfire"
+TEMPLATE = "logfire.msg_template"
 TOOL_TEMPLATE = "Function: {name}"
 AGENT_TEMPLATE = "Agent run: {name!r}"
 MODEL_TEMPLATES = ("Chat completion with", "Responses API")
 TEMPLATES = (TOOL_TEMPLATE, AGENT_TEMPLATE, *MODEL_TEMPLATES)
 _ERROR_LEVEL = 17
-# The SDK's function spans carry no call id.
-_TOOL_KEYS: ToolKeys = ((), ("input",), ("output",))
 
 
-def parse(
-    view: SpanView, attrs: Mapping[str, Any], template: str, max_chars: int
-) -> ToolCall | ModelCall | AgentRun | None:
-    if template == TOOL_TEMPLATE:
-        return parse_tool(view, attrs, max_chars)
-    if template == AGENT_TEMPLATE:
-        return agent_run(view, attrs, DIALECT, max_chars, name=attrs.get("name"))
-    if template.startswith(MODEL_TEMPLATES):
-        return parse_model(view, attrs, max_chars)
-    return None
+def is_tool(attrs: Mapping[str, Any]) -> bool:
+    return attrs.get(TEMPLATE) == TOOL_TEMPLATE
 
 
-def _error_message(value: Any) -> str | None:
+def is_agent(attrs: Mapping[str, Any]) -> bool:
+    return attrs.get(TEMPLATE) == AGENT_TEMPLATE
+
+
+def is_model(attrs: Mapping[str, Any]) -> bool:
+    template = attrs.get(TEMPLATE)
+    return isinstance(template, str) and template.startswith(MODEL_TEMPLATES)
+
+
+def failed(attrs: Mapping[str, Any]) -> bool:
+    """A Logfire span that recorded an ``error`` or logged at error level."""
+    if not is_tool(attrs):
+        return False
+    level = as_int(attrs.get("logfire.level_num"))
+    return attrs.get("error") is not None or (level is not None and level >= _ERROR_LEVEL)
+
+
+def error_message(attrs: Mapping[str, Any]) -> str | None:
+    value = attrs.get("error") if is_tool(attrs) else None
+    if value is None:
+        return None
     error = loads(value, 65536) if isinstance(value, str) else value
     if not isinstance(error, Mapping):
         return as_str(value)
@@ -53,58 +62,29 @@ def _error_message(value: Any) -> str | None:
     return as_str(error.get("message"))
 
 
-def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolCall | None:
-    name = as_str(attrs.get("name"))
-    if name is None:
-        return None
-    error = attrs.get("error")
-    level = as_int(attrs.get("logfire.level_num"))
-    return keyed_tool_call(
-        view,
-        attrs,
-        DIALECT,
-        name,
-        max_chars,
-        _TOOL_KEYS,
-        failed=error is not None or (level is not None and level >= _ERROR_LEVEL),
-        error_message=_error_message(error) if error is not None else None,
-    )
-
-
 def _response_output(value: Any) -> list[Any]:
     response = loads(value) if isinstance(value, str) else value
     output = response.get("output") if isinstance(response, Mapping) else None
     return output if isinstance(output, list) else []
 
 
-def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ModelCall:
-    if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
-        step = semconv.parse_model(view, attrs, max_chars, DIALECT)
-    else:
-        inputs = as_messages(first(attrs, ("input", "raw_input")))
-        outputs = (
-            as_messages(attrs["output"]) if "output" in attrs else _response_output(attrs.get("response"))
-        )
-        output_text, requested, reasons = assistant_output(outputs, max_chars)
-        step = model_call(
-            view,
-            attrs,
-            DIALECT,
-            max_chars,
-            model=first(attrs, ("gen_ai.response.model", "gen_ai.request.model")),
-            provider=first(attrs, ("gen_ai.provider.name", "gen_ai.system")),
-            usage=usage(attrs),
-            finish_reasons=reasons,
-            requested=requested,
-            input_text=last_user_text(inputs, max_chars),
-            output_text=output_text,
-        )
-    if not step.has_usage:
-        counted = usage_from_json(attrs.get("usage"))
-        if counted.input is None and counted.output is None:
-            response = loads(attrs.get("response"))
-            counted = usage_from_json(response.get("usage") if isinstance(response, Mapping) else None)
-        step.input_tokens, step.output_tokens = counted.input, counted.output
-        step.cache_read_tokens = step.cache_read_tokens if counted.cache_read is None else counted.cache_read
-        step.reasoning_tokens = step.reasoning_tokens if counted.reasoning is None else counted.reasoning
-    return step
+def model_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    if not is_model(attrs):
+        return None
+    return last_user_text(as_messages(first(attrs, ("input", "raw_input"))), max_chars)
+
+
+def model_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
+    if not is_model(attrs):
+        return None
+    outputs = as_messages(attrs["output"]) if "output" in attrs else _response_output(attrs.get("response"))
+    return assistant_output(outputs, max_chars) if outputs else None
+
+
+def json_usage(attrs: Mapping[str, Any]) -> Usage | None:
+    """The usage JSON of a model span (``usage``, or ``usage`` inside ``response``)."""
+    counted = usage_from_json(attrs.get("usage"))
+    if counted.input is None and counted.output is None:
+        response = loads(attrs.get("response"))
+        counted = usage_from_json(response.get("usage") if isinstance(response, Mapping) else None)
+    return counted if counted.input is not None or counted.output is not None else None

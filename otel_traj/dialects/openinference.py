@@ -1,10 +1,13 @@
-"""OpenInference (Arize): OpenAI Agents, LangChain/LangGraph, LlamaIndex and others.
+"""OpenInference (Arize): OpenAI Agents, LangChain/LangGraph, LlamaIndex, smolagents, CrewAI and others.
 
 Classified by ``openinference.span.kind``: TOOL, LLM and AGENT map to steps; CHAIN, RETRIEVER,
-EMBEDDING and the rest do not. ``tool.parameters`` is the tool's JSON schema, never the call's
-arguments: those are ``input.value``, which single-argument LangChain tools record as the bare value
-(kept as text). LangChain tool spans carry no call id, but their ``output.value`` is the serialized
-ToolMessage, which holds both the id and the result content.
+EMBEDDING and the rest do not. Tool calls keep their arguments in ``input.value`` (single-argument
+LangChain tools record the bare value; the trajectory builder takes the model's request instead);
+``tool.parameters`` is usually the tool's JSON schema, and is read as arguments only when it is not
+one. LangChain tool spans carry no call id, but their ``output.value`` is the serialized
+ToolMessage, which holds both the id and the result content. Messages are flattened into
+``llm.input_messages.N.message.*`` / ``llm.output_messages.N.message.*``, with text either in
+``content`` or in a list of ``contents.M.message_content.text``.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import as_str, clip_text, first, loads, str_tuple
+from otel_traj.dialects._base import clip_text, loads
 from otel_traj.dialects._messages import (
     MAX_MESSAGES,
+    Output,
     as_messages,
     assistant_output,
     content_text,
@@ -23,16 +27,108 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._steps import Parser, agent_run, model_call, tool_call
-from otel_traj.dialects._usage import usage
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
+from otel_traj.steps import RequestedTool
 
 DIALECT = "openinference"
 _FLAT_CALL_KEYS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
+_MAX_CONTENTS = 64
+_SCHEMA_KEYS = frozenset({"type", "properties", "$schema", "required", "title", "description"})
 
 
-def _tool_message(output: Any, max_chars: int) -> tuple[Any, Any]:
+def _message_text(attrs: Mapping[str, Any], prefix: str) -> Any:
+    """``<prefix>content``, else the texts of ``<prefix>contents.M.message_content.text``."""
+    text = attrs.get(prefix + "content")
+    if text is not None:
+        return text
+    texts = []
+    for index in range(_MAX_CONTENTS):
+        part = f"{prefix}contents.{index}.message_content."
+        kind = attrs.get(part + "type")
+        value = attrs.get(part + "text")
+        if kind is None and value is None:
+            break
+        if isinstance(value, str) and value and kind in (None, "text"):
+            texts.append(value)
+    return "\n".join(texts) if texts else None
+
+
+def flat_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """Last user text of ``llm.input_messages.N.message.*`` (contiguous indices from 0)."""
+    found: Any = None
+    for index in range(MAX_MESSAGES):
+        prefix = f"llm.input_messages.{index}.message."
+        role = attrs.get(prefix + "role")
+        if role is None:
+            break
+        if role == "user":
+            text = _message_text(attrs, prefix)
+            found = text if text is not None else found
+    return clip_text(found, max_chars)
+
+
+def flat_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
+    if "llm.output_messages.0.message.role" not in attrs:
+        return None
+    texts: list[str] = []
+    tools: list[RequestedTool] = []
+    for index in range(MAX_MESSAGES):
+        prefix = f"llm.output_messages.{index}.message."
+        if prefix + "role" not in attrs:
+            break
+        text = _message_text(attrs, prefix)
+        if isinstance(text, str) and text:
+            texts.append(text)
+        tools += indexed_tool_calls(attrs, prefix + "tool_calls.", _FLAT_CALL_KEYS, max_chars)
+    return clip_text("\n".join(texts), max_chars) if texts else None, tuple(tools), ()
+
+
+def _messages_of(value: Any) -> list[Any]:
+    """Messages of an ``input.value``/``output.value``: a list or ``{"messages": [...]}``."""
+    data = loads(value) if isinstance(value, str) and value[:1] in ("[", "{") else None
+    if isinstance(data, dict):
+        data = data.get("messages", data)
+    return as_messages(data) if isinstance(data, list | dict) else []
+
+
+def _is_json(attrs: Mapping[str, Any], key: str) -> bool:
+    return attrs.get(key) == "application/json"
+
+
+def value_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """The user's text in ``input.value``: messages when it is JSON, else the text itself."""
+    value = attrs.get("input.value")
+    if value is None:
+        return None
+    if _is_json(attrs, "input.mime_type") or (isinstance(value, str) and value[:1] in ("[", "{")):
+        text = last_user_text(_messages_of(value), max_chars)
+        return text if text is not None else last_user_text_in(value, max_chars)
+    return content_text(value)
+
+
+def value_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
+    """A response in ``output.value``: messages when it is JSON, else the text itself."""
+    value = attrs.get("output.value")
+    if value is None:
+        return None
+    if _is_json(attrs, "output.mime_type") or (isinstance(value, str) and value[:1] in ("[", "{")):
+        messages = _messages_of(value)
+        return assistant_output(messages, max_chars) if messages else None
+    return content_text(value), (), ()
+
+
+def value_answer(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """An agent's answer in ``output.value``: its last assistant message, else its text."""
+    value = attrs.get("output.value")
+    if value is None:
+        return None
+    messages = _messages_of(value)
+    if messages:
+        return last_assistant_text(messages, max_chars)
+    return None if _is_json(attrs, "output.mime_type") else content_text(value)
+
+
+def tool_message(output: Any, max_chars: int) -> tuple[Any, Any]:
     """``(result, call_id)`` from LangChain's serialized ToolMessage ``{"type": "tool", "data": ...}``."""
     if not isinstance(output, str) or len(output) > max_chars or not output.startswith('{"type": "tool"'):
         return output, None
@@ -44,101 +140,17 @@ def _tool_message(output: Any, max_chars: int) -> tuple[Any, Any]:
     return (content if content is not None else output), data.get("tool_call_id")
 
 
-def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolCall:
-    name = as_str(attrs.get("tool.name")) or view.name or "unknown"
-    result, call_id = _tool_message(attrs.get("output.value"), max_chars)
-    call_id = first(attrs, ("tool_call.id", "tool.id")) or call_id
-    return tool_call(view, attrs, DIALECT, name, max_chars, call_id, attrs.get("input.value"), result)
+def _is_schema(value: Any) -> bool:
+    """Whether a parsed ``tool.parameters`` is a JSON schema (or a name → schema map) rather than the
+    call's arguments."""
+    if not isinstance(value, dict) or not value:
+        return False
+    if "properties" in value or value.get("type") == "object":
+        return True
+    return all(isinstance(item, dict) and not _SCHEMA_KEYS.isdisjoint(item) for item in value.values())
 
 
-def _flat_last_user(attrs: Mapping[str, Any], max_chars: int) -> str | None:
-    """Last user text of ``llm.input_messages.N.message.*`` (contiguous indices from 0)."""
-    found: Any = None
-    for index in range(MAX_MESSAGES):
-        prefix = f"llm.input_messages.{index}.message."
-        role = attrs.get(prefix + "role")
-        if role is None:
-            break
-        if role == "user":
-            text = attrs.get(prefix + "content")
-            if text is None:
-                text = attrs.get(prefix + "contents.0.message_content.text")
-            found = text if text is not None else found
-    return clip_text(found, max_chars)
-
-
-def _flat_output(attrs: Mapping[str, Any], max_chars: int) -> tuple[str | None, tuple[RequestedTool, ...]]:
-    texts: list[str] = []
-    tools: list[RequestedTool] = []
-    for index in range(MAX_MESSAGES):
-        prefix = f"llm.output_messages.{index}.message."
-        if prefix + "role" not in attrs:
-            break
-        text = attrs.get(prefix + "content")
-        if isinstance(text, str) and text:
-            texts.append(text)
-        tools += indexed_tool_calls(attrs, prefix + "tool_calls.", _FLAT_CALL_KEYS, max_chars)
-    return clip_text("\n".join(texts), max_chars) if texts else None, tuple(tools)
-
-
-def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ModelCall:
-    input_text = _flat_last_user(attrs, max_chars)
-    if input_text is None and attrs.get("input.mime_type") == "application/json":
-        input_text = last_user_text_in(attrs.get("input.value"), max_chars)
-    output_text, requested = _flat_output(attrs, max_chars)
-    reasons = str_tuple(attrs.get("llm.finish_reason"))
-    if output_text is None and not requested and attrs.get("output.mime_type") == "application/json":
-        output_text, requested, reasons_from_messages = assistant_output(
-            as_messages(attrs.get("output.value")), max_chars
-        )
-        reasons = reasons or reasons_from_messages
-    return model_call(
-        view,
-        attrs,
-        DIALECT,
-        max_chars,
-        model=attrs.get("llm.model_name"),
-        provider=first(attrs, ("llm.provider", "llm.system")),
-        usage=usage(attrs),
-        finish_reasons=reasons,
-        requested=requested,
-        input_text=input_text,
-        output_text=output_text,
-    )
-
-
-def _messages_of(value: Any) -> list[Any]:
-    """Messages of an agent's ``input.value``/``output.value``: a list or ``{"messages": [...]}``."""
-    data = loads(value) if isinstance(value, str) and value[:1] in ("[", "{") else None
-    if isinstance(data, dict):
-        data = data.get("messages")
-    return data if isinstance(data, list) else []
-
-
-def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> AgentRun:
-    input_value = attrs.get("input.value")
-    input_text = last_user_text(_messages_of(input_value), max_chars)
-    if input_text is None and input_value is not None and attrs.get("input.mime_type") != "application/json":
-        input_text = content_text(input_value)
-    output_value = attrs.get("output.value")
-    output_text = last_assistant_text(_messages_of(output_value), max_chars)
-    if (
-        output_text is None
-        and output_value is not None
-        and attrs.get("output.mime_type") != "application/json"
-    ):
-        output_text = content_text(output_value)
-    return agent_run(
-        view,
-        attrs,
-        DIALECT,
-        max_chars,
-        name=first(attrs, ("agent.name", "graph.node.id")) or view.name,
-        conversation_id=attrs.get("session.id"),
-        input_text=input_text,
-        output_text=output_text,
-        usage=usage(attrs),
-    )
-
-
-PARSERS: dict[str, Parser] = {"TOOL": parse_tool, "LLM": parse_model, "AGENT": parse_agent}
+def parameters_arguments(value: Any) -> Any:
+    """``tool.parameters`` as arguments when it holds the call's values, never a schema."""
+    parsed = loads(value) if isinstance(value, str) else value
+    return None if not isinstance(parsed, dict) or _is_schema(parsed) else parsed

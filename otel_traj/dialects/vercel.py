@@ -13,24 +13,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import as_str, clip_text, first, loads, str_tuple
-from otel_traj.dialects._messages import as_messages, content_text, last_user_text, last_user_text_in
-from otel_traj.dialects._steps import Parser, ToolKeys, agent_run, keyed_tool_call, model_call
-from otel_traj.dialects._usage import usage
+from otel_traj.dialects._base import as_str, clip_text, first, loads
+from otel_traj.dialects._messages import Output, as_messages, content_text, last_user_text, last_user_text_in
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
+from otel_traj.steps import RequestedTool, StepKind
 
 DIALECT = "vercel"
-_TOOL_KEYS: ToolKeys = (
-    ("ai.toolCall.id", "gen_ai.tool.call.id"),
-    ("ai.toolCall.args", "ai.toolCall.input", "gen_ai.tool.call.arguments"),
-    ("ai.toolCall.result", "ai.toolCall.output", "gen_ai.tool.call.result"),
-)
-
-
-def parse_tool(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolCall:
-    name = as_str(first(attrs, ("ai.toolCall.name", "gen_ai.tool.name"))) or "unknown"
-    return keyed_tool_call(view, attrs, DIALECT, name, max_chars, _TOOL_KEYS)
+OPERATION = "ai.operationId"
+KINDS: dict[str, StepKind] = {
+    "ai.toolCall": "tool",
+    # The provider calls: one model call each.
+    "ai.generateText.doGenerate": "model",
+    "ai.streamText.doStream": "model",
+    "ai.generateObject.doGenerate": "model",
+    "ai.streamObject.doStream": "model",
+    # The calls of the application, whose usage sums their steps'.
+    "ai.generateText": "agent",
+    "ai.streamText": "agent",
+    "ai.generateObject": "agent",
+    "ai.streamObject": "agent",
+}
+TEXT_KEYS = ("ai.response.text", "ai.result.text")
 
 
 def _tool_calls(value: Any, max_chars: int) -> tuple[RequestedTool, ...]:
@@ -53,60 +56,25 @@ def _tool_calls(value: Any, max_chars: int) -> tuple[RequestedTool, ...]:
     return tuple(found)
 
 
-def parse_model(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ModelCall:
-    return model_call(
-        view,
-        attrs,
-        DIALECT,
-        max_chars,
-        model=first(attrs, ("ai.response.model", "gen_ai.response.model", "ai.model.id")),
-        provider=first(attrs, ("ai.model.provider", "gen_ai.system")),
-        usage=usage(attrs),
-        finish_reasons=str_tuple(
-            first(attrs, ("ai.response.finishReason", "gen_ai.response.finish_reasons"))
-        ),
-        requested=_tool_calls(first(attrs, ("ai.response.toolCalls", "ai.result.toolCalls")), max_chars),
-        input_text=last_user_text_in(attrs.get("ai.prompt.messages"), max_chars),
-        output_text=first(attrs, ("ai.response.text", "ai.result.text")),
-    )
+def response(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
+    text = first(attrs, TEXT_KEYS)
+    calls = first(attrs, ("ai.response.toolCalls", "ai.result.toolCalls"))
+    if text is None and calls is None:
+        return None
+    return text, _tool_calls(calls, max_chars), ()
 
 
-def _prompt_text(value: Any, max_chars: int) -> str | None:
+def prompt_messages(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    value = attrs.get("ai.prompt.messages")
+    return last_user_text_in(value, max_chars) if value is not None else None
+
+
+def prompt_text(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
     """``ai.prompt``: ``{"system", "prompt"}`` or ``{"system", "messages"}`` as JSON."""
+    value = attrs.get("ai.prompt")
     prompt = loads(value) if isinstance(value, str) else None
     if not isinstance(prompt, Mapping):
         return None
     if isinstance(prompt.get("prompt"), str | list):
         return clip_text(content_text(prompt["prompt"]), max_chars)
     return last_user_text(as_messages(prompt.get("messages")), max_chars)
-
-
-def parse_agent(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> AgentRun:
-    return agent_run(
-        view,
-        attrs,
-        DIALECT,
-        max_chars,
-        name=first(attrs, ("ai.telemetry.functionId", "resource.name")),
-        conversation_id=first(
-            attrs, ("ai.telemetry.metadata.sessionId", "ai.telemetry.metadata.conversationId")
-        ),
-        input_text=_prompt_text(attrs.get("ai.prompt"), max_chars),
-        output_text=first(attrs, ("ai.response.text", "ai.result.text")),
-        usage=usage(attrs),
-    )
-
-
-PARSERS: dict[str, Parser] = {
-    "ai.toolCall": parse_tool,
-    # The provider calls: one model call each.
-    "ai.generateText.doGenerate": parse_model,
-    "ai.streamText.doStream": parse_model,
-    "ai.generateObject.doGenerate": parse_model,
-    "ai.streamObject.doStream": parse_model,
-    # The calls of the application, whose usage sums their steps'.
-    "ai.generateText": parse_agent,
-    "ai.streamText": parse_agent,
-    "ai.generateObject": parse_agent,
-    "ai.streamObject": parse_agent,
-}

@@ -1,0 +1,198 @@
+"""The evidence table: for each field of a step, every source a span may record it in, in precedence.
+
+A span is classified once (tool, model or agent; see ``otel_traj.dialects``), then each field is read
+from the first of its sources that yields a value, whichever dialect classified the span: a span that
+carries two dialects' keys (an OpenInference span kind next to a vendor's own argument attribute)
+loses nothing. Dedicated keys come first (the GenAI semantic conventions, then each vendor's own),
+generic input/output keys after them, span events and span names last. ``docs/dialects.md``
+reproduces this table (``tests/test_docs.py`` keeps the two equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from otel_traj.dialects import adk, langfuse, logfire, openinference, pydantic_ai, semconv, traceloop, vercel
+from otel_traj.dialects._base import str_tuple, suffix
+from otel_traj.dialects._messages import Output
+from otel_traj.dialects.sources import Source, attribute, attributes, equals, event_attribute, has, specified
+from otel_traj.spanview import SpanView
+
+_TRACELOOP_TOOL = equals(traceloop.KIND, "tool")
+_TRACELOOP_ENTITY = equals(traceloop.KIND, "agent", "workflow")
+_NAMED_BY_SPAN = ("openinference.span.kind", "langfuse.observation.type", traceloop.KIND)
+# Span names that say what the span is, not which tool or agent it ran.
+GENERIC_NAMES = frozenset({"running tool", "execute_tool", "agent run", "invoke_agent", "call_llm", "chat"})
+
+
+def _span_name_after(prefix: str) -> Source:
+    return Source(f"span name after `{prefix}`", lambda view, attrs, _: suffix(view.name, prefix))
+
+
+def _own_span_name(suffix_dropped: str) -> Source:
+    """The span name, on spans of dialects that name them after the tool or agent."""
+
+    def read(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+        name = view.name
+        if not isinstance(name, str) or name in GENERIC_NAMES or not any(k in attrs for k in _NAMED_BY_SPAN):
+            return None
+        return name.removesuffix(suffix_dropped)
+
+    return Source("span name (OpenInference, Langfuse, Traceloop)", read)
+
+
+TOOL_NAME: tuple[Source, ...] = (
+    attribute("gen_ai.tool.name"),
+    attribute("tool.name", note="OpenInference"),
+    attribute("ai.toolCall.name", note="Vercel AI SDK"),
+    attribute("tool_name", note="pydantic-ai 1.x"),
+    attribute("traceloop.entity.name", when=_TRACELOOP_TOOL, note="Traceloop tool spans"),
+    attribute("name", when=logfire.is_tool, note="Logfire `Function: {name}` spans"),
+    _span_name_after("execute_tool "),
+    _own_span_name(".tool"),
+)
+TOOL_CALL_ID: tuple[Source, ...] = (
+    attribute("gen_ai.tool.call.id", specified),
+    attribute("tool_call.id", note="OpenInference"),
+    attribute("ai.toolCall.id", note="Vercel AI SDK"),
+    attribute("tool.id", note="OpenInference"),
+)
+TOOL_ARGUMENTS: tuple[Source, ...] = (
+    attribute("gen_ai.tool.call.arguments"),
+    attribute("tool_arguments", note="pydantic-ai 1.x"),
+    attribute("ai.toolCall.args", note="Vercel AI SDK"),
+    attribute("ai.toolCall.input", note="Vercel AI SDK 5+"),
+    attribute(adk.TOOL_ARGS, specified, note="Google ADK"),
+    attribute(traceloop.ENTITY_INPUT, note="Traceloop"),
+    attribute("input.value", note="OpenInference"),
+    attribute(langfuse.INPUT, langfuse.json_string, note="Langfuse"),
+    attribute("input", when=logfire.is_tool, note="Logfire"),
+    attribute("tool.parameters", openinference.parameters_arguments, note="OpenInference, when not a schema"),
+    event_attribute("gen_ai.tool.message", "content"),
+)
+TOOL_RESULT: tuple[Source, ...] = (
+    attribute("gen_ai.tool.call.result"),
+    attribute("tool_response", note="pydantic-ai 1.x"),
+    attribute("ai.toolCall.result", note="Vercel AI SDK"),
+    attribute("ai.toolCall.output", note="Vercel AI SDK 5+"),
+    attribute(adk.TOOL_RESPONSE, specified, note="Google ADK"),
+    attribute(traceloop.ENTITY_OUTPUT, note="Traceloop"),
+    attribute("output.value", note="OpenInference"),
+    attribute(langfuse.OUTPUT, langfuse.json_string, note="Langfuse"),
+    attribute("output", when=logfire.is_tool, note="Logfire"),
+    event_attribute("gen_ai.choice", "message"),
+)
+
+MODEL_NAME: tuple[Source, ...] = (
+    *attributes(("gen_ai.response.model", "gen_ai.request.model")),
+    attribute("llm.model_name", note="OpenInference"),
+    attribute("ai.response.model", note="Vercel AI SDK"),
+    attribute("ai.model.id", note="Vercel AI SDK"),
+    attribute("langfuse.observation.model.name", note="Langfuse"),
+    _span_name_after("chat "),
+    _span_name_after("generate_content "),
+)
+PROVIDER: tuple[Source, ...] = (
+    *attributes(semconv.PROVIDER_KEYS),
+    *(attribute(key, note="OpenInference") for key in ("llm.provider", "llm.system")),
+    attribute("ai.model.provider", note="Vercel AI SDK"),
+)
+FINISH_REASONS: tuple[Source, ...] = (
+    attribute("gen_ai.response.finish_reasons", str_tuple),
+    attribute("llm.finish_reason", str_tuple, note="OpenInference"),
+    attribute("ai.response.finishReason", str_tuple, note="Vercel AI SDK"),
+)
+# Sources of ``(text, requested tools, finish reasons)``: each of the three is taken from the first
+# source that has it.
+MODEL_OUTPUT: tuple[Source, ...] = (
+    Source(f"`{semconv.OUTPUT}`", semconv.output_messages),
+    Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.OUTPUT}`", semconv.details_output),
+    Source("`llm.output_messages.N.message.*` (OpenInference)", openinference.flat_output),
+    Source("`gen_ai.completion.N.*` (Traceloop)", traceloop.indexed_completion),
+    Source("`ai.response.text` / `ai.response.toolCalls` (Vercel AI SDK)", vercel.response),
+    Source(f"`{adk.LLM_RESPONSE}` (Google ADK)", adk.response_output),
+    Source("`output.value` (OpenInference)", openinference.value_output),
+    Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.generation_output),
+    Source("`output` / `response` (Logfire)", logfire.model_output),
+    Source("events `gen_ai.choice` / `gen_ai.content.completion`", semconv.events_output),
+)
+MODEL_INPUT: tuple[Source, ...] = (
+    Source(f"`{semconv.INPUT}`", semconv.input_messages),
+    Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.INPUT}`", semconv.details_input),
+    Source("`llm.input_messages.N.message.*` (OpenInference)", openinference.flat_input),
+    Source("`gen_ai.prompt.N.*` / `gen_ai.prompt` (Traceloop)", traceloop.indexed_prompt),
+    Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_messages),
+    Source(f"`{adk.LLM_REQUEST}` (Google ADK)", adk.request_input),
+    Source("`input.value` (OpenInference)", openinference.value_input),
+    Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.generation_input),
+    Source("`input` / `raw_input` (Logfire)", logfire.model_input),
+    Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
+)
+
+AGENT_NAME: tuple[Source, ...] = (
+    attribute("gen_ai.agent.name"),
+    attribute("agent.name", note="OpenInference"),
+    attribute("agent_name", note="pydantic-ai"),
+    attribute("traceloop.entity.name", when=_TRACELOOP_ENTITY, note="Traceloop"),
+    attribute("traceloop.workflow.name", note="Traceloop"),
+    attribute("ai.telemetry.functionId", note="Vercel AI SDK"),
+    attribute("resource.name", when=has(vercel.OPERATION), note="Vercel AI SDK"),
+    attribute("name", when=logfire.is_agent, note="Logfire `Agent run: {name!r}` spans"),
+    attribute("graph.node.id", note="OpenInference LangGraph"),
+    _span_name_after("invoke_agent "),
+    _own_span_name(""),
+)
+CONVERSATION_ID: tuple[Source, ...] = (
+    *attributes(("gen_ai.conversation.id", "session.id")),
+    attribute("traceloop.association.properties.session_id", note="Traceloop"),
+    attribute("ai.telemetry.metadata.sessionId", note="Vercel AI SDK"),
+    attribute("ai.telemetry.metadata.conversationId", note="Vercel AI SDK"),
+    attribute("langfuse.session.id", note="Langfuse"),
+    attribute("group_id", note="Logfire, the OpenAI Agents SDK's `RunConfig.group_id`"),
+)
+AGENT_INPUT: tuple[Source, ...] = (
+    Source(f"`{semconv.INPUT}`", semconv.input_messages),
+    Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.INPUT}`", semconv.details_input),
+    Source("`pydantic_ai.all_messages` (pydantic-ai)", pydantic_ai.all_messages_input),
+    Source("`all_messages_events` (pydantic-ai 1.x)", pydantic_ai.events_input),
+    Source(f"`{traceloop.ENTITY_INPUT}` (Traceloop)", traceloop.entity_input),
+    Source("`input.value` (OpenInference)", openinference.value_input),
+    Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.observation_input),
+    Source("`ai.prompt` (Vercel AI SDK)", vercel.prompt_text),
+    Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
+)
+AGENT_OUTPUT: tuple[Source, ...] = (
+    Source(f"`{semconv.OUTPUT}`", lambda view, attrs, m: _text(semconv.output_messages(view, attrs, m))),
+    Source(
+        f"event `{semconv.DETAILS_EVENT}` → `{semconv.OUTPUT}`",
+        lambda view, attrs, m: _text(semconv.details_output(view, attrs, m)),
+    ),
+    attribute("final_result", note="pydantic-ai"),
+    Source(f"`{traceloop.ENTITY_OUTPUT}` (Traceloop)", traceloop.entity_answer),
+    Source("`output.value` (OpenInference)", openinference.value_answer),
+    Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.observation_output),
+    *(attribute(key, note="Vercel AI SDK") for key in vercel.TEXT_KEYS),
+    Source("events `gen_ai.choice`", lambda view, attrs, m: _text(semconv.events_output(view, attrs, m))),
+)
+
+# Every table, by the name the docs give the field.
+TABLE: dict[str, tuple[Source, ...]] = {
+    "tool name": TOOL_NAME,
+    "tool call id": TOOL_CALL_ID,
+    "tool arguments": TOOL_ARGUMENTS,
+    "tool result": TOOL_RESULT,
+    "model": MODEL_NAME,
+    "provider": PROVIDER,
+    "finish reasons": FINISH_REASONS,
+    "model output (text, requested tools, finish reasons)": MODEL_OUTPUT,
+    "model input (the user's last message)": MODEL_INPUT,
+    "agent name": AGENT_NAME,
+    "conversation id": CONVERSATION_ID,
+    "agent input": AGENT_INPUT,
+    "agent output (answer)": AGENT_OUTPUT,
+}
+
+
+def _text(output: Output | None) -> str | None:
+    return output[0] if output is not None else None

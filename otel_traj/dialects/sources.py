@@ -1,0 +1,100 @@
+"""Evidence sources: where one field of a step may be recorded, and how its raw value is read.
+
+A source is a label (what the docs show: an attribute key, a span event, the span name) and a reader
+``(view, attributes, max_chars) -> value or None``. The field tables (``fields``) list the sources of
+each field in precedence order; the first that yields a value wins. Readers never raise.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from otel_traj.spanview import SpanView
+
+Reader = Callable[[SpanView, Mapping[str, Any], int], Any]
+Convert = Callable[[Any], Any]
+# A condition on the span's attributes for keys whose meaning depends on who wrote them.
+Guard = Callable[[Mapping[str, Any]], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    label: str
+    read: Reader
+
+
+def _attribute_reader(key: str, convert: Convert | None, when: Guard | None) -> Reader:
+    def read(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Any:
+        value = attrs.get(key)
+        if value is None or (when is not None and not when(attrs)):
+            return None
+        return convert(value) if convert is not None else value
+
+    return read
+
+
+def attribute(
+    key: str, convert: Convert | None = None, *, when: Guard | None = None, note: str = ""
+) -> Source:
+    """The attribute ``key``, converted; only on spans ``when`` accepts (``note`` says which)."""
+    label = f"`{key}`" + (f" ({note})" if note else "")
+    return Source(label, _attribute_reader(key, convert, when))
+
+
+def attributes(keys: Iterable[str], convert: Convert | None = None) -> tuple[Source, ...]:
+    return tuple(attribute(key, convert) for key in keys)
+
+
+def event_attribute(event: str, key: str, convert: Convert | None = None) -> Source:
+    """Attribute ``key`` of the first span event named ``event``."""
+
+    def read(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Any:
+        for found in view.events:
+            if found.name == event:
+                value = (found.attributes or {}).get(key)
+                if value is not None:
+                    return convert(value) if convert is not None else value
+        return None
+
+    return Source(f"event `{event}` → `{key}`", read)
+
+
+def first_of(sources: Iterable[Source], view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Any:
+    """The first value a source yields (None and empty text count as nothing)."""
+    for source in sources:
+        value = source.read(view, attrs, max_chars)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def equals(key: str, *values: str) -> Guard:
+    accepted = frozenset(values)
+    return lambda attrs: attrs.get(key) in accepted
+
+
+def has(key: str) -> Guard:
+    return lambda attrs: key in attrs
+
+
+# Values frameworks write where they have nothing to say.
+UNSPECIFIED = frozenset({"<not specified>", "N/A", ""})
+
+
+def specified(value: Any) -> Any:
+    return None if isinstance(value, str) and value in UNSPECIFIED else value
+
+
+def python_literal(text: Any, max_chars: int) -> Any:
+    """A dict written as a Python literal (LangChain's ``input_str`` is ``str(dict)``), read without
+    evaluating code; anything else unchanged."""
+    if not isinstance(text, str) or len(text) > max_chars or not text.startswith("{'"):
+        return text
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return value if isinstance(value, dict) else text
