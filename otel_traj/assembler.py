@@ -58,9 +58,6 @@ class _Buffer:
     seen: set[int] = field(default_factory=set)
     parents: set[int] = field(default_factory=set)
     live_cursor: int = 0
-    # The earliest model call so far: its request holds the user's message, which the live scope
-    # check may need to find the subject before the agent span has ended.
-    opening_turn: ModelCall | None = None
     # Run metadata as JSON text (pydantic-ai, OpenInference ``metadata``), parsed off the hot path.
     metadata: str | None = None
     # Steps dropped unread because the worker was ``max_backlog`` spans behind.
@@ -69,11 +66,12 @@ class _Buffer:
 
 @dataclass(slots=True)
 class LiveBatch:
-    """A run in flight: the tool calls ended since the last look, and its earliest model call."""
+    """A run in flight: the tool calls ended since the last look, and its model calls so far in start
+    order (their requests hold the calls' arguments and the user's message)."""
 
     context: TraceContext
     calls: list[ToolCall]
-    opening_turn: ModelCall | None
+    models: list[ModelCall]
 
 
 @dataclass(slots=True)
@@ -247,10 +245,6 @@ class Assembler:
         buf.steps.append(step)
         if isinstance(step, ToolCall):
             self._live_dirty.add(buf.context.trace_id)
-        elif isinstance(step, ModelCall) and (
-            buf.opening_turn is None or step.start_ns < buf.opening_turn.start_ns
-        ):
-            buf.opening_turn = step
 
     def _looks_complete(self, buf: _Buffer) -> bool:
         if not buf.root_ended:
@@ -357,7 +351,8 @@ class Assembler:
                     continue
                 new = [s for s in buf.steps[buf.live_cursor :] if isinstance(s, ToolCall)]
                 buf.live_cursor = len(buf.steps)
-                out.append(LiveBatch(buf.context, new, buf.opening_turn))
+                models = sorted((s for s in buf.steps if isinstance(s, ModelCall)), key=_start)
+                out.append(LiveBatch(buf.context, new, models))
             self._live_dirty.clear()
         return out
 
@@ -397,3 +392,7 @@ def _root_ended(buf: _Buffer, record: SpanRecord) -> None:
         return
     buf.root_ended, buf.root_is_trace_root = True, trace_root
     ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = record.span_id, record.start_ns, record.end_ns
+
+
+def _start(step: ModelCall) -> int:
+    return step.start_ns

@@ -7,16 +7,21 @@ tool calls that only the model's output shows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from itertools import chain
 from typing import Any
 
-from otel_traj.dialects._base import parse_json
+from otel_traj.dialects._base import dumps, parse_json
 from otel_traj.records import TraceContext, nonempty_str
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, span_hex
 from otel_traj.trajectory import Tokens, Trajectory
 
-CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id", "langfuse.session.id")
+CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id", "langfuse.session.id", "group_id")
+# Tools a framework defines to return structured output (pydantic-ai ``final_result`` and
+# ``final_result_<Type>``, smolagents and BeeAI ``final_answer``): the answer, not an action.
+OUTPUT_TOOLS = frozenset({"final_result", "final_answer"})
+OUTPUT_TOOL_PREFIX = "final_result_"
 _MS = 1_000_000
 
 
@@ -113,48 +118,85 @@ def _mark_parallel(calls: list[ToolCall]) -> None:
     for i, call in enumerate(calls):
         latest_start = call.start_ns + _start_uncertainty(call.start_ns)
         for prev in calls[:i]:
-            # Overlapping calls where neither contains the other run side by side. Their parents may
-            # differ: LangGraph wraps every call of one step in its own ``tools`` chain span.
+            # Overlapping calls run side by side unless one is nested in the other (one execution seen
+            # by two layers); siblings may overlap entirely. Their parents may also differ: LangGraph
+            # wraps every call of one step in its own ``tools`` chain span.
             overlap = prev.observed and call.observed and prev.end_ns > latest_start
-            if overlap and not _contains(prev, call):
+            if overlap and (not _contains(prev, call) or prev.parent_id == call.parent_id):
                 prev.parallel = call.parallel = True
 
 
-def _recover_requested(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCall]:
-    """Tool calls the model asked for that no tool span shows (the framework traces model calls only,
-    or the call never ran): kept as requested-not-observed.
-
-    A request matches an executed call by call id, else (many dialects record no id on tool spans, or
-    only on success) by name: the first unmatched call of that name that started after the request.
-    """
-    requested_ids = {r.call_id for m in models for r in m.requested_tools if r.call_id}
-    by_id = {t.call_id: t for t in tools if t.call_id}
-    matched: set[int] = set()
-    recovered: list[ToolCall] = []
-    for model in models:
-        for i, req in enumerate(model.requested_tools):
-            hit = by_id.get(req.call_id) if req.call_id else None
-            if hit is None:
-                hit = next(
-                    (
-                        t
-                        for t in tools
-                        if id(t) not in matched
-                        and t.name == req.name
-                        and t.start_ns >= model.start_ns
-                        and (t.call_id is None or t.call_id not in requested_ids)
-                    ),
-                    None,
-                )
-            if hit is None:
-                recovered.append(_requested_call(model, i, req))
-            else:
-                matched.add(id(hit))
-    return recovered
+def _is_output_tool(name: str) -> bool:
+    return name in OUTPUT_TOOLS or name.startswith(OUTPUT_TOOL_PREFIX)
 
 
-def _requested_call(model: ModelCall, index: int, req: RequestedTool) -> ToolCall:
-    return ToolCall(
+def _wrapped(arguments: dict[str, Any], requested: dict[str, Any]) -> bool:
+    """Whether the execution's arguments are a framework's wrapper around the requested ones
+    (``{"args": [], "kwargs": {...}, ...}``)."""
+    return arguments != requested and any(value == requested for value in arguments.values())
+
+
+def take_request(call: ToolCall, turn: int, request: RequestedTool) -> None:
+    """Join an executed call to the model's request for it: the turn, a missing call id, and the
+    requested arguments when the span recorded none, a bare value or a wrapper around them."""
+    call.turn = turn
+    call.call_id = call.call_id or request.call_id
+    requested = parse_arguments(request.arguments_text) if request.arguments_text else None
+    if requested is None:
+        return
+    if call.arguments is None or _wrapped(call.arguments, requested):
+        call.arguments, call.arguments_text, call.arguments_source = requested, None, "request"
+
+
+RequestKey = tuple[int, int]
+
+
+def find_request(
+    call: ToolCall, models: list[ModelCall], taken: set[RequestKey]
+) -> tuple[RequestKey, RequestedTool] | None:
+    """The request (``(turn, index)`` and the request) an executed call answers, not yet taken: the one
+    with its call id, else (many dialects record no id on tool spans, or only on success) the first
+    request of its name from a model call that started before it."""
+    known_id = False
+    if call.call_id:
+        for turn, model in enumerate(models):
+            for index, request in enumerate(model.requested_tools):
+                if request.call_id == call.call_id:
+                    known_id = True
+                    if (turn, index) not in taken:
+                        return (turn, index), request
+    if known_id:
+        return None
+    for turn, model in enumerate(models):
+        if model.start_ns > call.start_ns:
+            break
+        for index, request in enumerate(model.requested_tools):
+            if request.name == call.name and (turn, index) not in taken:
+                return (turn, index), request
+    return None
+
+
+def join_requests(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCall]:
+    """Join every executed call (in start order) to the model's request for it; return the requests
+    no execution shows (the framework traces model calls only, or the call never ran) as
+    requested-not-observed calls."""
+    taken: set[RequestKey] = set()
+    for call in tools:
+        found = find_request(call, models, taken)
+        if found is not None:
+            (turn, _), request = found
+            taken.add(found[0])
+            take_request(call, turn, request)
+    return [
+        _requested_call(model, turn, index, request)
+        for turn, model in enumerate(models)
+        for index, request in enumerate(model.requested_tools)
+        if (turn, index) not in taken
+    ]
+
+
+def _requested_call(model: ModelCall, turn: int, index: int, req: RequestedTool) -> ToolCall:
+    call = ToolCall(
         name=req.name,
         span_id=model.span_id,
         parent_id=model.parent_id,
@@ -165,7 +207,11 @@ def _requested_call(model: ModelCall, index: int, req: RequestedTool) -> ToolCal
         observed=False,
         dialect=model.dialect,
         step_id=f"{span_hex(model.span_id)}:{index}",
+        turn=turn,
+        arguments_source="request",
     )
+    normalize_arguments(call)
+    return call
 
 
 def _outermost_agents(runs: list[AgentRun]) -> list[AgentRun]:
@@ -194,6 +240,52 @@ def _first(values: Iterable[str | None]) -> str | None:
     return next((v for v in values if v), None)
 
 
+def _records_a_call(model: ModelCall) -> bool:
+    return bool(model.has_usage or model.output_text or model.requested_tools or model.finish_reasons) or (
+        model.input_source is not None
+    )
+
+
+def _calls_on_record(models: list[ModelCall]) -> list[ModelCall]:
+    """The model spans that record a call: with usage, messages or finish reasons. A span that has
+    none while others do prepared a request (LlamaIndex's ``_prepare_chat_with_tools``) and is no
+    call of its own; when no span has any (content and usage off), every span counts."""
+    recorded = [m for m in models if _records_a_call(m)]
+    return recorded if recorded else models
+
+
+# An object's repr (``AgentOutput(response=...)``) or a Python dict's: no answer a user was given.
+_REPR = re.compile(r"[A-Za-z_][\w.]*\((?:\w+=|\))|\{'|\[\{'|<\w[\w.]* object at 0x")
+
+
+def _answer_text(text: str | None) -> str | None:
+    return None if text is None or _REPR.match(text) else text
+
+
+def _output_text(call: ToolCall) -> str | None:
+    """What a structured-output call returned: its one text argument, else its arguments as JSON."""
+    if call.arguments is not None:
+        values = list(call.arguments.values())
+        if len(values) == 1 and isinstance(values[0], str):
+            return values[0]
+        return dumps(call.arguments)
+    return call.arguments_text
+
+
+def _final_answer(top: list[AgentRun], models: list[ModelCall], outputs: list[ToolCall]) -> str | None:
+    """The answer, from the first of: the outermost agent span's output (never an object's repr);
+    the text of the last model call, when it asked for no more tools; the arguments of the last
+    structured-output call (``final_result``, ``final_answer``)."""
+    answer = _first(_answer_text(a.output_text) for a in top)
+    if answer is None and models:
+        last = models[-1]
+        if not any(not _is_output_tool(r.name) for r in last.requested_tools):
+            answer = last.output_text
+    if answer is None and outputs:
+        answer = _output_text(outputs[-1])
+    return answer
+
+
 def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: bool = True) -> Trajectory:
     tools: list[ToolCall] = []
     models: list[ModelCall] = []
@@ -211,20 +303,22 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     agents.sort(key=order)
 
     tools = _dedupe_tools(tools)
-    models = _dedupe_models(models)
+    models = _calls_on_record(_dedupe_models(models))
     _mark_parallel(tools)
-    tools = sorted(tools + _recover_requested(models, tools), key=order)
+    for call in tools:
+        normalize_arguments(call)
+    tools = sorted(tools + join_requests(models, tools), key=order)
     for call in tools:
         if not call.step_id:
             call.step_id = span_hex(call.span_id)
-        normalize_arguments(call)
+        call.output = _is_output_tool(call.name)
+    outputs = [t for t in tools if t.output]
+    tools = [t for t in tools if not t.output]
 
     top = _outermost_agents(agents)
     attrs = context.attributes
     conversation = _first(a.conversation_id for a in agents) or attribute_conversation_id(attrs)
-    final_answer = _first(a.output_text for a in top)
-    if final_answer is None and models and not models[-1].requested_tools:
-        final_answer = models[-1].output_text
+    final_answer = _final_answer(top, models, outputs)
     # A generator, not a list: a model call's input is parsed only if it is the one needed.
     user_input = _first(chain((a.input_text for a in top), (m.input_text for m in models)))
 
@@ -243,6 +337,7 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
         service_version=context.service_version,
         conversation_id=conversation,
         tool_calls=tools,
+        output_calls=outputs,
         model_calls=models,
         agent_runs=agents,
         tokens=_tokens(models, agents),

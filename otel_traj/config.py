@@ -28,6 +28,8 @@ DEFAULT_CAPTURE = (
     "gen_ai.conversation.id",
     "langfuse.session.id",
     "langfuse.user.id",
+    # Logfire's OpenAI Agents trace span: the run's ``RunConfig.group_id`` (its conversation).
+    "group_id",
 )
 
 

@@ -6,7 +6,13 @@ newly ended tool call to the trace's ``LiveScope``; the final verdict repeats th
 
 from __future__ import annotations
 
-from otel_traj.builder import attribute_conversation_id, normalize_arguments
+from otel_traj.builder import (
+    RequestKey,
+    attribute_conversation_id,
+    find_request,
+    normalize_arguments,
+    take_request,
+)
 from otel_traj.checks.scope import ScopeTracker
 from otel_traj.pipeline import LiveChecker, LiveFactory
 from otel_traj.policy import Policy
@@ -18,17 +24,21 @@ from otel_traj.verdict import CheckResult
 class LiveScope:
     def __init__(self, tracker: ScopeTracker) -> None:
         self._tracker = tracker
+        # The requests already joined to a call of this run, as the builder joins them.
+        self._taken: set[RequestKey] = set()
 
-    def observe(
-        self, call: ToolCall, context: TraceContext, opening_turn: ModelCall | None
-    ) -> CheckResult | None:
+    def observe(self, call: ToolCall, context: TraceContext, models: list[ModelCall]) -> CheckResult | None:
         normalize_arguments(call)
+        found = find_request(call, models, self._taken)
+        if found is not None:
+            self._taken.add(found[0])
+            take_request(call, found[0][0], found[1])
         attributes = context.attributes
         # The agent span has not ended: the user's message is read from the first model request,
         # the conversation id from the captured attributes; both only while the subject is unknown.
         user_input = conversation = None
         if self._tracker.subject is None:
-            user_input = opening_turn.input_text if opening_turn is not None else None
+            user_input = models[0].input_text if models else None
             conversation = attribute_conversation_id(attributes)
         return self._tracker.observe(call, attributes, user_input, conversation)
 

@@ -33,10 +33,11 @@ VerdictCallback = Callable[[Verdict], None]
 
 
 class LiveChecker(Protocol):
-    """Checks that run per tool call while its trace is still open (scope: page immediately)."""
+    """Checks that run per tool call while its trace is still open (scope: page immediately).
+    ``models``: the run's model calls so far, in start order."""
 
     def observe(
-        self, call: ToolCall, context: TraceContext, opening_turn: ModelCall | None
+        self, call: ToolCall, context: TraceContext, models: list[ModelCall]
     ) -> CheckResult | None: ...
 
 
@@ -157,7 +158,7 @@ class Pipeline:
         if checker is None:
             return
         for call in batch.calls:
-            result = checker.observe(call, context, batch.opening_turn)
+            result = checker.observe(call, context, batch.models)
             if result is not None:
                 self._emit_live(context, call, result)
 

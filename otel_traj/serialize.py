@@ -27,8 +27,11 @@ def tool_call_to_dict(call: ToolCall, redaction: TraceRedaction | None = None) -
     return {
         "step_id": call.step_id or span_hex(call.span_id),
         "name": call.name,
+        "kind": "output" if call.output else "tool",
         "call_id": call.call_id,
         "arguments": arguments,
+        "arguments_source": call.arguments_source,
+        "turn": call.turn,
         "result": _text(redaction, call.result),
         "ok": call.ok,
         "error": _text(redaction, call.error_message or call.error_type) if not call.ok else None,
@@ -62,7 +65,8 @@ def trajectory_to_dict(traj: Trajectory, redaction: TraceRedaction | None = None
         "service_name": traj.service_name,
         "service_version": traj.service_version,
         "conversation_id": traj.conversation_id,
-        "tool_calls": [tool_call_to_dict(t, redaction) for t in traj.tool_calls],
+        # The agent's calls, then the structured-output calls (``kind: "output"``) that returned its answer.
+        "tool_calls": [tool_call_to_dict(t, redaction) for t in (*traj.tool_calls, *traj.output_calls)],
         "model_calls": [model_call_to_dict(m) for m in traj.model_calls],
         "model_turns": traj.model_turns,
         "input_tokens": traj.tokens.input,

@@ -36,6 +36,9 @@ class Trajectory:
     service_version: str | None = None
     conversation_id: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+    # Structured-output calls (``final_result``, ``final_answer``): how the framework returned the
+    # answer, kept apart from the agent's actions so no check or match counts them.
+    output_calls: list[ToolCall] = field(default_factory=list)
     model_calls: list[ModelCall] = field(default_factory=list)
     agent_runs: list[AgentRun] = field(default_factory=list)
     tokens: Tokens = field(default_factory=Tokens)

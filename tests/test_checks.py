@@ -102,9 +102,11 @@ def test_scope_subject_from_first_use() -> None:
     assert checks.check_scope(traj, pinned).status == "skipped"
 
 
-def test_scope_bare_text_argument_is_checked() -> None:
+def test_scope_never_guesses_the_name_of_a_bare_value() -> None:
+    # The trajectory builder gives a bare value the model's requested arguments; alone it says nothing.
     traj = trajectory([call(1, "list_invoices", arguments_text="C028")])
-    assert checks.check_scope(traj, scope()).reason == "list_invoices used customer_id=C028, subject is C023"
+    result = checks.check_scope(traj, scope())
+    assert result.status == "skipped" and "arguments not captured" in result.reason
 
 
 def test_scope_skipped_without_arguments() -> None:

@@ -73,10 +73,10 @@ def test_fixture_verdicts_equal_offline_grade(served: Callable[..., Served], tra
     server = served("--policy", str(POLICY))
     ext = "otlp.json" if transport.startswith("http-json") else "otlp.pb"
     paths = fixture_paths(ext)
-    expected_ids: set[str] = set()
+    ids_per_file: list[set[str]] = []
     for path in paths:
         data = path.read_bytes()
-        expected_ids |= trace_ids_of((path.parent / path.name.replace(ext, "otlp.pb")).read_bytes())
+        ids_per_file.append(trace_ids_of((path.parent / path.name.replace(ext, "otlp.pb")).read_bytes()))
         if transport == "grpc":
             reply = server.export_raw(data)
             assert not reply.HasField("partial_success")
@@ -90,7 +90,9 @@ def test_fixture_verdicts_equal_offline_grade(served: Callable[..., Served], tra
             assert reply_headers["content-type"] == kind
     assert server.stop() == 0
     stored = {v["trace_id"]: v for v in report(server.store)}
-    assert set(stored) == expected_ids
+    # Every recorded run is graded; a trace without steps (AutoGen's ``create_agent``) is no run.
+    assert all(ids & set(stored) for ids in ids_per_file)
+    assert set(stored) <= set().union(*ids_per_file)
     assert stored == offline(paths)
     outcomes = {v["outcome"] for v in stored.values()}
     assert "unsafe" in outcomes  # the violating runs touched another customer's data

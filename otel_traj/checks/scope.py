@@ -44,13 +44,9 @@ def resolve_subject(
 
 def _scoped_arguments(call: ToolCall, names: tuple[str, ...]) -> list[tuple[str, str]] | None:
     """The scoped ``(argument, value)`` pairs of a call, ``None`` when its arguments are unknown."""
-    if call.arguments is not None:
-        return [(n, str(call.arguments[n]).strip()) for n in names if n in call.arguments]
-    text = (call.arguments_text or "").strip()
-    # OpenInference records a one-argument tool's input as the bare value; anything else is unknown.
-    if len(names) == 1 and text and not text.startswith(("{", "[")) and "\n" not in text:
-        return [(names[0], text)]
-    return None
+    if call.arguments is None:
+        return None
+    return [(n, str(call.arguments[n]).strip()) for n in names if n in call.arguments]
 
 
 class ScopeTracker:

@@ -23,7 +23,7 @@ from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ToolCall | None:
     """The tool call a span records; None when no source names the tool."""
     name = as_str(first_of(fields.TOOL_NAME, view, attrs, max_chars))
-    if name is None:
+    if name is None or name in fields.NOT_TOOLS:
         return None
     raw_arguments = first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars)
     arguments, wrapper_id = unwrap_arguments(raw_arguments, max_chars)

@@ -21,25 +21,28 @@ from otel_traj.spanview import SpanView
 
 _TRACELOOP_TOOL = equals(traceloop.KIND, "tool")
 _TRACELOOP_ENTITY = equals(traceloop.KIND, "agent", "workflow")
-_NAMED_BY_SPAN = ("openinference.span.kind", "langfuse.observation.type", traceloop.KIND)
 # Span names that say what the span is, not which tool or agent it ran.
 GENERIC_NAMES = frozenset({"running tool", "execute_tool", "agent run", "invoke_agent", "call_llm", "chat"})
+# Tool spans a framework writes for its own bookkeeping: no tool ran (Google ADK's span after a
+# response with several calls).
+NOT_TOOLS = frozenset({"(merged tools)"})
 
 
 def _span_name_after(prefix: str) -> Source:
     return Source(f"span name after `{prefix}`", lambda view, attrs, _: suffix(view.name, prefix))
 
 
-def _own_span_name(suffix_dropped: str) -> Source:
-    """The span name, on spans of dialects that name them after the tool or agent."""
+def _own_span_name(markers: tuple[str, ...], dropped: str, label: str) -> Source:
+    """The span name, on spans of dialects that name them after the tool or agent, without the
+    suffix ``dropped`` (Traceloop's ``.tool``, smolagents' ``.run``)."""
 
     def read(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
         name = view.name
-        if not isinstance(name, str) or name in GENERIC_NAMES or not any(k in attrs for k in _NAMED_BY_SPAN):
+        if not isinstance(name, str) or name in GENERIC_NAMES or not any(k in attrs for k in markers):
             return None
-        return name.removesuffix(suffix_dropped)
+        return name.removesuffix(dropped)
 
-    return Source("span name (OpenInference, Langfuse, Traceloop)", read)
+    return Source(label, read)
 
 
 TOOL_NAME: tuple[Source, ...] = (
@@ -50,7 +53,9 @@ TOOL_NAME: tuple[Source, ...] = (
     attribute("traceloop.entity.name", when=_TRACELOOP_TOOL, note="Traceloop tool spans"),
     attribute("name", when=logfire.is_tool, note="Logfire `Function: {name}` spans"),
     _span_name_after("execute_tool "),
-    _own_span_name(".tool"),
+    _own_span_name(
+        (langfuse.TYPE, traceloop.KIND), ".tool", "span name (Langfuse, Traceloop without its `.tool` suffix)"
+    ),
 )
 TOOL_CALL_ID: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.id", specified),
@@ -140,8 +145,14 @@ AGENT_NAME: tuple[Source, ...] = (
     attribute("resource.name", when=has(vercel.OPERATION), note="Vercel AI SDK"),
     attribute("name", when=logfire.is_agent, note="Logfire `Agent run: {name!r}` spans"),
     attribute("graph.node.id", note="OpenInference LangGraph"),
+    attribute("gen_ai.workflow.name"),
     _span_name_after("invoke_agent "),
-    _own_span_name(""),
+    _span_name_after("invoke_workflow "),
+    _own_span_name(
+        ("openinference.span.kind", langfuse.TYPE),
+        ".run",
+        "span name (OpenInference without a `.run` suffix, Langfuse)",
+    ),
 )
 CONVERSATION_ID: tuple[Source, ...] = (
     *attributes(("gen_ai.conversation.id", "session.id")),

@@ -1,0 +1,173 @@
+"""Executed tool calls joined to the model's requests; structured-output calls; the answer chain."""
+
+from __future__ import annotations
+
+from otel_traj import checks
+from otel_traj.builder import build_trajectory
+from otel_traj.policy import Scope
+from otel_traj.records import TraceContext
+from otel_traj.serialize import trajectory_to_dict
+from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
+
+MS = 1_000_000
+
+
+def model(span_id: int, start: int, *requests: RequestedTool, text: str | None = None) -> ModelCall:
+    return ModelCall(
+        span_id=span_id,
+        start_ns=start * MS,
+        end_ns=(start + 5) * MS,
+        requested_tools=requests,
+        output_text=text,
+        input_tokens=10,
+        output_tokens=1,
+    )
+
+
+def tool(span_id: int, name: str, start: int, **fields: object) -> ToolCall:
+    return ToolCall(name=name, span_id=span_id, start_ns=start * MS, end_ns=(start + 5) * MS, **fields)
+
+
+def request(name: str, arguments: str, call_id: str | None = None) -> RequestedTool:
+    return RequestedTool(name=name, call_id=call_id, arguments_text=arguments)
+
+
+def test_a_bare_value_takes_the_requested_arguments() -> None:
+    steps = [
+        model(1, 0, request("list_invoices", '{"customer_id": "C028"}', "call_1")),
+        tool(2, "list_invoices", 10, arguments_text="C028"),
+        model(3, 20, text="done"),
+    ]
+    traj = build_trajectory(TraceContext(trace_id=1), steps)
+    [call] = traj.tool_calls
+    assert (call.arguments, call.arguments_source, call.turn, call.call_id) == (
+        {"customer_id": "C028"},
+        "request",
+        0,
+        "call_1",
+    )
+    data = trajectory_to_dict(traj)["tool_calls"][0]
+    assert (data["arguments_source"], data["turn"], data["kind"]) == ("request", 0, "tool")
+    scope = Scope.model_validate(
+        {"subject": {"attributes": ["app.customer_id"]}, "arguments": {"list_invoices": ["customer_id"]}}
+    )
+    traj.attributes["app.customer_id"] = "C023"
+    result = checks.check_scope(traj, scope)
+    assert result.reason == "list_invoices used customer_id=C028, subject is C023"
+
+
+def test_a_bare_value_without_a_request_is_not_guessed() -> None:
+    traj = build_trajectory(TraceContext(trace_id=1), [tool(2, "list_invoices", 10, arguments_text="C028")])
+    [call] = traj.tool_calls
+    assert (call.arguments, call.arguments_text, call.arguments_source, call.turn) == (
+        None,
+        "C028",
+        "execution",
+        None,
+    )
+    scope = Scope.model_validate(
+        {"subject": {"attributes": ["app.customer_id"]}, "arguments": {"list_invoices": ["customer_id"]}}
+    )
+    traj.attributes["app.customer_id"] = "C023"
+    assert checks.check_scope(traj, scope).status == "skipped"
+
+
+def test_execution_arguments_win_over_the_request_and_a_wrapper_does_not() -> None:
+    steps = [
+        model(1, 0, request("a", '{"x": 1}', "c1"), request("b", '{"y": 2}', "c2")),
+        tool(2, "a", 10, call_id="c1", arguments_text='{"x": 5}'),
+        tool(
+            3,
+            "b",
+            10,
+            call_id="c2",
+            arguments_text='{"args": [], "sanitize_inputs_outputs": true, "kwargs": {"y": 2}}',
+        ),
+    ]
+    a, b = build_trajectory(TraceContext(trace_id=1), steps).tool_calls
+    assert (a.arguments, a.arguments_source) == ({"x": 5}, "execution")
+    assert (b.arguments, b.arguments_source) == ({"y": 2}, "request")
+
+
+def test_same_name_calls_without_ids_join_in_order_within_each_turn() -> None:
+    steps = [
+        model(
+            1, 0, request("get_weather", '{"city": "Paris"}'), request("get_weather", '{"city": "Berlin"}')
+        ),
+        tool(2, "get_weather", 10, arguments_text="Paris"),
+        tool(3, "get_weather", 11, arguments_text="Berlin"),
+        model(4, 20, request("get_weather", '{"city": "Rome"}')),
+        tool(5, "get_weather", 30),
+    ]
+    calls = build_trajectory(TraceContext(trace_id=1), steps).tool_calls
+    assert [(c.arguments, c.turn, c.observed) for c in calls] == [
+        ({"city": "Paris"}, 0, True),
+        ({"city": "Berlin"}, 0, True),
+        ({"city": "Rome"}, 1, True),
+    ]
+
+
+def test_requested_calls_never_executed_stay_unobserved_with_their_turn() -> None:
+    steps = [model(1, 0, request("a", '{"x": 1}', "c1")), model(2, 20, request("b", '{"y": 2}', "c2"))]
+    calls = build_trajectory(TraceContext(trace_id=1), steps).tool_calls
+    assert [(c.name, c.observed, c.turn, c.arguments, c.arguments_source) for c in calls] == [
+        ("a", False, 0, {"x": 1}, "request"),
+        ("b", False, 1, {"y": 2}, "request"),
+    ]
+
+
+def test_structured_output_calls_are_kept_apart_and_give_the_answer() -> None:
+    steps = [
+        model(1, 0, request("lookup", '{"q": 1}', "c1")),
+        tool(2, "lookup", 10, call_id="c1", arguments_text='{"q": 1}'),
+        model(3, 20, request("final_answer", '{"answer": "It is 42."}', "c2")),
+        tool(4, "final_answer", 30, call_id="c2", arguments_text='{"answer": "It is 42."}'),
+    ]
+    traj = build_trajectory(TraceContext(trace_id=1), steps)
+    assert [c.name for c in traj.tool_calls] == ["lookup"]
+    assert [(c.name, c.output) for c in traj.output_calls] == [("final_answer", True)]
+    assert traj.final_answer == "It is 42."
+    kinds = [(c["name"], c["kind"]) for c in trajectory_to_dict(traj)["tool_calls"]]
+    assert kinds == [("lookup", "tool"), ("final_answer", "output")]
+
+
+def test_a_requested_final_result_is_no_unobserved_tool_call() -> None:
+    steps = [model(1, 0, request("final_result", '{"refund_id": "RF-1", "ok": true}', "c1"))]
+    traj = build_trajectory(TraceContext(trace_id=1), steps)
+    assert traj.tool_calls == []
+    assert traj.final_answer == '{"refund_id": "RF-1", "ok": true}'
+
+
+def test_an_agent_output_that_is_an_object_repr_is_no_answer() -> None:
+    agent = AgentRun(
+        span_id=9, start_ns=0, end_ns=100 * MS, output_text="StopEvent(result=AgentOutput(response=..."
+    )
+    traj = build_trajectory(TraceContext(trace_id=1), [agent, model(1, 0, text="Refunded.")])
+    assert traj.final_answer == "Refunded."
+    agent.output_text = "{'answer': 'x'}"
+    assert (
+        build_trajectory(TraceContext(trace_id=1), [agent, model(1, 0, text="Refunded.")]).final_answer
+        == "Refunded."
+    )
+
+
+def test_a_model_span_that_records_no_call_is_not_a_turn() -> None:
+    prepare = ModelCall(span_id=1, start_ns=0, end_ns=1 * MS, model="gpt-4o-mini")
+    traj = build_trajectory(TraceContext(trace_id=1), [prepare, model(2, 2, text="hi")])
+    assert traj.model_turns == 1
+    # Without usage or messages anywhere (content and usage off), every model span counts.
+    bare = [ModelCall(span_id=i, start_ns=i * 10 * MS, end_ns=(i * 10 + 1) * MS) for i in (1, 2)]
+    assert build_trajectory(TraceContext(trace_id=1), bare).model_turns == 2
+
+
+def test_sibling_tool_spans_contained_in_time_are_parallel() -> None:
+    outer = tool(2, "get_subscription", 10, parent_id=7)
+    outer.end_ns = 30 * MS
+    inner = tool(3, "list_invoices", 12, parent_id=7)
+    nested = tool(4, "get_subscription_http", 13, parent_id=2)
+    calls = build_trajectory(TraceContext(trace_id=1), [outer, inner, nested]).tool_calls
+    assert [(c.name, c.parallel) for c in calls] == [
+        ("get_subscription", True),
+        ("list_invoices", True),
+        ("get_subscription_http", True),
+    ]
