@@ -1,7 +1,8 @@
 """Dialect parsers against real traces recorded from real frameworks (tests/fixtures/real).
 
 Each fixture's ``facts.json`` says what the run actually did (tool calls with arguments and outcome,
-model calls, token usage, final answer); the steps parsed from its spans must say the same.
+model calls, token usage, final answer); the steps parsed from its spans, one span at a time, must
+say the same, except what ``real_frameworks`` declares a framework does not record on its spans.
 """
 
 from __future__ import annotations
@@ -16,19 +17,11 @@ import pytest
 from otel_traj.adapters.otlp_proto import views_from_bytes
 from otel_traj.dialects import to_step
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
+from tests.real_frameworks import FRAMEWORKS, Recorded
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FIXTURES = sorted(path.with_suffix("").with_suffix("") for path in REAL.glob("*/*.otlp.pb"))
-EXPECTED_DIALECTS = {
-    "pydantic_ai": {"tool": "semconv", "model": "semconv", "agent": "pydantic_ai"},
-    "pydantic_ai_v1": {"tool": "pydantic_ai", "model": "semconv", "agent": "pydantic_ai"},
-    "openai_agents": {"tool": "openinference", "model": "openinference", "agent": "openinference"},
-    "langgraph_openinference": {"tool": "openinference", "model": "openinference", "agent": "openinference"},
-    "langgraph_traceloop": {"tool": "traceloop", "model": "semconv", "agent": "traceloop"},
-    "openai_v2": {"tool": "semconv", "model": "semconv", "agent": "semconv"},
-    "strands": {"tool": "semconv", "model": "semconv", "agent": "semconv"},
-    "strands_latest": {"tool": "semconv", "model": "semconv", "agent": "semconv"},
-}
+USER_MESSAGE = "Customer C023 here. I was charged twice for invoice INV-1002, please refund the 199 yuan."
 
 
 def _steps(stem: Path) -> list[Any]:
@@ -41,20 +34,8 @@ def _facts(stem: Path) -> dict[str, Any]:
     return json.loads(stem.with_suffix(".facts.json").read_text())
 
 
-def _arguments(tool: ToolCall, expected: dict[str, Any]) -> Any:
-    """The recorded arguments as the dict the tool received.
-
-    A single-argument tool recorded as its bare value (LangChain under OpenInference) is compared
-    by that value: the parser must keep it as text, never guess the parameter name.
-    """
-    if tool.arguments is not None:
-        return tool.arguments
-    assert tool.arguments_text is not None
-    try:
-        return json.loads(tool.arguments_text)
-    except ValueError:
-        assert len(expected) == 1, tool.arguments_text
-        return {next(iter(expected)): tool.arguments_text}
+def _recorded(stem: Path) -> Recorded:
+    return FRAMEWORKS[stem.parent.name]
 
 
 def _number(value: Any) -> Any:
@@ -62,63 +43,137 @@ def _number(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def _key(name: str, arguments: dict[str, Any], ok: bool) -> str:
-    normalized = {k: _number(v) for k, v in arguments.items()}
+def _key(name: str, arguments: dict[str, Any] | None, ok: bool) -> str:
+    normalized = {k: _number(v) for k, v in arguments.items()} if arguments is not None else None
     return json.dumps([name, normalized, ok], sort_keys=True)
+
+
+def _span_arguments(tool: ToolCall) -> dict[str, Any] | None:
+    """The arguments a tool span recorded, as the dict the tool received (None: not a JSON object,
+    such as LangChain's bare value for a one-argument tool, which the builder joins to the request)."""
+    if tool.arguments is not None:
+        return tool.arguments
+    try:
+        value = json.loads(tool.arguments_text or "")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _single(facts: dict[str, Any], tool: ToolCall) -> dict[str, Any]:
+    """A bare value as the one-argument dict the facts say the tool received."""
+    [name] = {key for c in facts["tool_calls"] if c["name"] == tool.name for key in c["arguments"]}
+    return {name: tool.arguments_text}
 
 
 @pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_tool_calls_match_what_the_tools_executed(stem: Path) -> None:
-    facts = _facts(stem)
+    facts, recorded = _facts(stem), _recorded(stem)
     tools = [s for s in _steps(stem) if isinstance(s, ToolCall)]
-    expected = Counter(_key(c["name"], c["arguments"], c["ok"]) for c in facts["tool_calls"])
-    got = Counter(_key(t.name, _arguments(t, _expected_args(facts, t.name)), t.ok) for t in tools)
-    assert got == expected
+    if recorded.tool is None:
+        assert tools == []
+        return
+    names = [recorded.tool_prefix + c["name"] for c in facts["tool_calls"]]
+    executed = [t for t in tools if t.name != recorded.output_tool]
+    assert Counter(t.name for t in executed) == Counter(names)
+    assert Counter((t.name, t.ok) for t in executed) == Counter(
+        (n, c["ok"]) for n, c in zip(names, facts["tool_calls"], strict=True)
+    )
+    expected = Counter(
+        _key(n, c["arguments"], c["ok"]) for n, c in zip(names, facts["tool_calls"], strict=True)
+    )
+    if not recorded.span_arguments:
+        assert all(t.arguments is None and t.arguments_text is None for t in executed)
+    elif recorded.bare_single_arguments:
+        # One-argument tools record the bare value: kept as text, never given a name here.
+        bare = [t for t in executed if _span_arguments(t) is None]
+        assert bare and all(t.arguments_text and not t.arguments_text.startswith("{") for t in bare)
+        got = Counter(_key(t.name, _span_arguments(t) or _single(facts, t), t.ok) for t in executed)
+        assert got == expected
+    else:
+        assert Counter(_key(t.name, _span_arguments(t), t.ok) for t in executed) == expected
     for tool in tools:
         assert tool.step_id == f"{tool.span_id:016x}"
         assert not tool.truncated
         if not tool.ok:
             assert tool.error_message, tool
             message = tool.error_message
-            assert "payment gateway timeout" in message or "Error running tool" in message
-
-
-def _expected_args(facts: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(c["arguments"] for c in facts["tool_calls"] if c["name"] == name)
+            # The OpenAI Agents SDK redacts the error under Logfire; BeeAI's ToolError says "Tool Error"
+            # (the detail is in its result); ADK's error callback leaves only the type.
+            details = (
+                "payment gateway timeout",
+                "Error running tool",
+                "redacted",
+                "Tool Error",
+                "TOOL_ERROR",
+            )
+            assert any(text in message for text in details), message
+    ids = [t.call_id for t in executed if t.ok]
+    if recorded.span_call_ids:
+        assert all(i and i.startswith("call_") for i in ids), ids
 
 
 @pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_model_calls_count_tokens_once(stem: Path) -> None:
-    facts = _facts(stem)
-    models = [s for s in _steps(stem) if isinstance(s, ModelCall)]
+    facts, recorded = _facts(stem), _recorded(stem)
+    # LlamaIndex also marks the span that only prepares a request as an LLM span: no usage, no call.
+    models = [s for s in _steps(stem) if isinstance(s, ModelCall) and s.has_usage]
     assert len(models) == facts["model_calls"]
     per_call = [(m.input_tokens, m.output_tokens) for m in models]
     assert per_call == [(u["input_tokens"], u["output_tokens"]) for u in facts["usage"]["per_call"]]
-    assert all(m.model == "gpt-4o-mini" for m in models)
-    assert all(m.input_text and m.input_text.startswith("Customer C023 here.") for m in models)
-    assert models[-1].output_text == facts["final_answer"]
-    assert not models[-1].requested_tools
+    assert all(m.model == recorded.model_name for m in models)
+    if recorded.requests:
+        assert all(m.input_text and USER_MESSAGE in m.input_text for m in models)
+    else:
+        assert all(m.input_text is None for m in models)
+    last = models[-1]
+    if not recorded.responses:
+        assert last.output_text is None and not any(m.requested_tools for m in models)
+    elif recorded.output_tool:
+        [answer] = last.requested_tools
+        assert answer.name == recorded.output_tool
+        assert facts["final_answer"] in (answer.arguments_text or "")
+    else:
+        assert last.output_text == facts["final_answer"]
+        assert not last.requested_tools
 
 
 @pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_requested_tools_match_executed_calls(stem: Path) -> None:
-    facts = _facts(stem)
+    facts, recorded = _facts(stem), _recorded(stem)
+    if not recorded.responses:
+        return  # covered by test_model_calls_count_tokens_once: nothing requested is recorded
     models = [s for s in _steps(stem) if isinstance(s, ModelCall)]
-    requested = Counter(
-        _key(r.name, json.loads(r.arguments_text or "null"), True) for m in models for r in m.requested_tools
+    requests = [r for m in models for r in m.requested_tools if r.name != recorded.output_tool]
+    expected = Counter(
+        _key(recorded.tool_prefix + c["name"], c["arguments"], True) for c in facts["tool_calls"]
     )
-    expected = Counter(_key(c["name"], c["arguments"], True) for c in facts["tool_calls"])
-    assert requested == expected
+    if recorded.merged_parallel_request and facts["scenario"] == "clean":
+        # One recorded call holds both calls of the parallel response, arguments concatenated.
+        merged = requests.pop(0)
+        assert merged.arguments_text == '{"customer_id": "C023"}{"customer_id": "C023"}'
+        expected -= Counter([_key("get_subscription", {"customer_id": "C023"}, True)])
+        expected -= Counter([_key("list_invoices", {"customer_id": "C023"}, True)])
+    got = Counter(_key(r.name, json.loads(r.arguments_text or "null"), True) for r in requests)
+    assert got == expected
     assert all(r.call_id and r.call_id.startswith("call_") for m in models for r in m.requested_tools)
 
 
 @pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_agent_run_and_dialects(stem: Path) -> None:
-    facts = _facts(stem)
+    facts, recorded = _facts(stem), _recorded(stem)
     steps = _steps(stem)
     agents = [s for s in steps if isinstance(s, AgentRun)]
-    assert agents and all(a.agent_name == facts["agent_name"] for a in agents)
-    assert any(a.conversation_id == facts["conversation_id"] for a in agents)
+    if recorded.agent is None:
+        assert agents == []
+    else:
+        # The first named agent span names the agent (frameworks add workflow or event spans of the
+        # agent kind around or inside it).
+        assert next(a.agent_name for a in agents if a.agent_name) == facts["agent_name"]
+        assert {a.agent_name for a in agents} <= {facts["agent_name"], None, recorded.output_tool}
+        assert {s.dialect for s in agents} >= {recorded.agent}
+    conversations = {a.conversation_id for a in agents} - {None}
+    assert conversations == ({facts["conversation_id"]} if recorded.conversation == "agent" else set())
     for agent in agents:
         # Usage on an agent span is the run's total: it must equal the sum over the model calls.
         if agent.input_tokens is not None:
@@ -128,21 +183,11 @@ def test_agent_run_and_dialects(stem: Path) -> None:
             )
     answers = {a.output_text for a in agents} - {None}
     assert answers <= {facts["final_answer"]}
-    expected = EXPECTED_DIALECTS[stem.parent.name]
-    assert {s.dialect for s in steps if isinstance(s, ToolCall)} == {expected["tool"]}
-    assert {s.dialect for s in steps if isinstance(s, ModelCall)} == {expected["model"]}
-    assert {s.dialect for s in agents} >= {expected["agent"]}
+    assert {s.dialect for s in steps if isinstance(s, ToolCall)} == (
+        {recorded.tool} if recorded.tool else set()
+    )
+    assert {s.dialect for s in steps if isinstance(s, ModelCall)} == {recorded.model}
 
 
 def test_every_framework_is_covered() -> None:
-    assert {stem.parent.name for stem in FIXTURES} == set(EXPECTED_DIALECTS)
-
-
-def test_tool_call_ids_link_tools_to_requests_where_recorded() -> None:
-    """Frameworks that record call ids (on the span or inside the LangChain ToolMessage) keep them."""
-    for stem in FIXTURES:
-        if stem.parent.name == "openai_agents":
-            continue  # OpenInference's OpenAI Agents tool spans carry no call id
-        tools = [s for s in _steps(stem) if isinstance(s, ToolCall)]
-        ids = [t.call_id for t in tools if t.ok]
-        assert all(i and i.startswith("call_") for i in ids), (stem, ids)
+    assert {stem.parent.name for stem in FIXTURES} == set(FRAMEWORKS)

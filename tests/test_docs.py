@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from otel_traj.cli import build_parser
+from otel_traj.dialects.fields import TABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -189,3 +190,14 @@ def test_documented_command_parses(where: str, args: list[str]) -> None:
                 pytest.fail(f"{where}: otel-traj {shlex.join(args)}\n{err.getvalue()}")
     missing = [a for a in args if a.startswith(REPO_DIRS) and not (ROOT / a).exists()]
     assert not missing, f"{where}: no such file in the repository: {missing}"
+
+
+def test_the_dialect_evidence_table_is_the_code() -> None:
+    """docs/dialects.md reproduces the per-field table the dialects read spans with."""
+    rows = ["| field | sources, first that has a value wins |", "|---|---|"]
+    rows += [
+        f"| {field} | " + " · ".join(s.label for s in sources) + " |" for field, sources in TABLE.items()
+    ]
+    text = (ROOT / "docs" / "dialects.md").read_text()
+    documented = text.split("<!-- evidence-table -->\n", 1)[1].split("\n<!-- /evidence-table -->", 1)[0]
+    assert documented == "\n".join(rows)

@@ -243,13 +243,25 @@ def agent_run(
     )
 
 
+# Keys under which frameworks nest a call's named arguments, and the other values such a wrapper
+# holds (no positional arguments, flags, nulls).
+_WRAPPER_KEYS = ("kwargs", "input", "arguments", "tool_input")
+
+
+def _bookkeeping(value: Any) -> bool:
+    return value is None or isinstance(value, bool) or value == [] or value == {}
+
+
 def unwrap_arguments(value: Any, max_chars: int) -> tuple[Any, Any]:
     """``(arguments, call_id)`` of call arguments recorded inside a wrapper.
 
-    Traceloop and Langfuse's ``observe`` record ``{"args": [...], "kwargs": {...}}``; LangChain's
-    callback payload is ``{"input_str": ..., "inputs": {...}, "kwargs": {"tool_call_id": ...}}``.
-    Positional arguments have no names, so a wrapper holding them stays text. The wrapper is parsed
-    up to ``UNWRAP_LIMIT`` even when ``max_chars`` is smaller: its metadata is often the bulk of it.
+    Traceloop and Langfuse's ``observe`` record ``{"args": [...], "kwargs": {...}}``, LlamaIndex
+    ``{"kwargs": {...}}``, smolagents ``{"args": [], "sanitize_inputs_outputs": true, "kwargs":
+    {...}}``, BeeAI ``{"input": {...}, "options": null}``; LangChain's callback payload is
+    ``{"input_str": ..., "inputs": {...}, "kwargs": {"tool_call_id": ...}}``. A wrapper is one of
+    those keys holding an object beside nothing but flags, nulls and empty values; positional
+    arguments have no names, so a wrapper holding them stays text. The wrapper is parsed up to
+    ``UNWRAP_LIMIT`` even when ``max_chars`` is smaller: its metadata is often the bulk of it.
     """
     if not isinstance(value, str) or value[:1] != "{" or len(value) > max(max_chars, UNWRAP_LIMIT):
         return value, None
@@ -263,9 +275,9 @@ def unwrap_arguments(value: Any, max_chars: int) -> tuple[Any, Any]:
         if isinstance(inputs, dict | str):
             return inputs, call_id
         return data.get("input_str", value), call_id
-    if data.keys() <= {"args", "kwargs"}:
-        if not data.get("args") and isinstance(kwargs, dict):
-            return kwargs, None
-        return value, None
-    # Not a wrapper: the arguments themselves, left as text for the trajectory builder to parse.
+    for key in _WRAPPER_KEYS:
+        inner = data.get(key)
+        if isinstance(inner, dict) and all(_bookkeeping(v) for k, v in data.items() if k != key):
+            return inner, None
+    # Not a wrapper: the arguments themselves (or positional ones), left as text for the builder.
     return value, None

@@ -86,6 +86,10 @@ def flat_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Out
 def _messages_of(value: Any) -> list[Any]:
     """Messages of an ``input.value``/``output.value``: a list or ``{"messages": [...]}``."""
     data = loads(value) if isinstance(value, str) and value[:1] in ("[", "{") else None
+    return _messages_in(data)
+
+
+def _messages_in(data: Any) -> list[Any]:
     if isinstance(data, dict):
         data = data.get("messages", data)
     return as_messages(data) if isinstance(data, list | dict) else []
@@ -95,13 +99,24 @@ def _is_json(attrs: Mapping[str, Any], key: str) -> bool:
     return attrs.get(key) == "application/json"
 
 
+# The field holding the user's text when an agent records its input as an object of arguments
+# (smolagents ``{"task": ...}``, BeeAI ``{"input": ...}``, LlamaIndex ``{"user_msg": ...}``).
+_INPUT_FIELDS = ("input", "task", "user_msg", "query", "question", "message", "prompt")
+
+
 def value_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
-    """The user's text in ``input.value``: messages when it is JSON, else the text itself."""
+    """The user's text in ``input.value``: messages or an arguments object when it is JSON, else the
+    text itself."""
     value = attrs.get("input.value")
     if value is None:
         return None
     if _is_json(attrs, "input.mime_type") or (isinstance(value, str) and value[:1] in ("[", "{")):
-        text = last_user_text(_messages_of(value), max_chars)
+        data = loads(value) if isinstance(value, str) else value
+        if isinstance(data, dict):
+            text = next((data[k] for k in _INPUT_FIELDS if isinstance(data.get(k), str) and data[k]), None)
+            if text is not None:
+                return clip_text(text, max_chars)
+        text = last_user_text(_messages_in(data), max_chars)
         return text if text is not None else last_user_text_in(value, max_chars)
     return content_text(value)
 

@@ -1,0 +1,92 @@
+"""What each real framework's instrumentation records (tests/fixtures/real): the dialect of its steps
+and what it leaves out. The real-fixture tests hold every framework to the full trajectory except
+what is declared here, and assert that what is declared missing is indeed missing, so a declaration
+cannot hide a field the parsers lost. The fixtures' ``notes`` and spans.txt show each omission.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Recorded:
+    # Dialect of the tool, model and agent steps (None: the framework records no such span).
+    tool: str | None = "semconv"
+    model: str = "semconv"
+    agent: str | None = "semconv"
+    # Semantic Kernel calls kernel functions ``<plugin>-<function>``: the name the model calls.
+    tool_prefix: str = ""
+    # Tool spans carry the call's arguments / its call id (else only the model's request does).
+    span_arguments: bool = True
+    # Tool spans carry the call's result (AutoGen's show it only in the next model request).
+    span_results: bool = True
+    # LangChain tools of one argument record its bare value (``C023``), not an object.
+    bare_single_arguments: bool = False
+    span_call_ids: bool = True
+    # The model's responses (text and requested calls) and requests (the user's message) are on the
+    # model spans.
+    responses: bool = True
+    requests: bool = True
+    # The user's message reaches the model in a template of the framework's ("Current Task: ...").
+    input_verbatim: bool = True
+    # Where the conversation id is: "agent" (the agent span), "trace" (another span), None (nowhere).
+    conversation: str | None = "agent"
+    # The framework ends a run through a structured-output tool of its own.
+    output_tool: str | None = None
+    model_name: str = "gpt-4o-mini"
+    # BeeAI records the response with two calls as one call whose arguments are both JSON texts.
+    merged_parallel_request: bool = False
+
+
+FRAMEWORKS: dict[str, Recorded] = {
+    "agent_framework": Recorded(),
+    "autogen_agentchat": Recorded(span_arguments=False, span_results=False, conversation=None),
+    "beeai_openinference": Recorded(
+        tool="openinference",
+        model="openinference",
+        agent="openinference",
+        span_call_ids=False,
+        output_tool="final_answer",
+        merged_parallel_request=True,
+    ),
+    "crewai_openinference": Recorded(
+        tool="openinference",
+        model="openinference",
+        agent="openinference",
+        span_call_ids=False,
+        input_verbatim=False,
+    ),
+    "crewai_traceloop": Recorded(tool=None, agent="traceloop", input_verbatim=False, conversation=None),
+    "google_adk": Recorded(model_name="openai/gpt-4o-mini"),
+    "google_adk_openinference": Recorded(
+        tool="openinference", model="openinference", agent="openinference", model_name="openai/gpt-4o-mini"
+    ),
+    "langgraph_openinference": Recorded(
+        tool="openinference", model="openinference", agent="openinference", bare_single_arguments=True
+    ),
+    "langgraph_traceloop": Recorded(tool="traceloop", agent="traceloop"),
+    "llamaindex_openinference": Recorded(
+        tool="openinference", model="openinference", agent=None, span_call_ids=False, conversation="trace"
+    ),
+    "logfire_openai_agents": Recorded(
+        tool="logfire", model="logfire", agent="logfire", span_call_ids=False, conversation="trace"
+    ),
+    "logfire_pydantic_ai": Recorded(agent="pydantic_ai"),
+    "openai_agents": Recorded(
+        tool="openinference", model="openinference", agent="openinference", span_call_ids=False
+    ),
+    "openai_v2": Recorded(),
+    "pydantic_ai": Recorded(agent="pydantic_ai"),
+    "pydantic_ai_v1": Recorded(tool="pydantic_ai", agent="pydantic_ai"),
+    "semantic_kernel": Recorded(tool_prefix="support-", responses=False, requests=False, conversation=None),
+    "smolagents_openinference": Recorded(
+        tool="openinference",
+        model="openinference",
+        agent="openinference",
+        span_call_ids=False,
+        output_tool="final_answer",
+    ),
+    "strands": Recorded(),
+    "strands_latest": Recorded(),
+}
