@@ -24,6 +24,9 @@ Guard = Callable[[Mapping[str, Any]], bool]
 class Source:
     label: str
     read: Reader
+    # The attribute a plain attribute source reads on any span (None: an event, a span name, a
+    # structured reader, or a key read only on some dialect's spans).
+    key: str | None = None
 
 
 def _attribute_reader(key: str, convert: Convert | None, when: Guard | None) -> Reader:
@@ -41,7 +44,7 @@ def attribute(
 ) -> Source:
     """The attribute ``key``, converted; only on spans ``when`` accepts (``note`` says which)."""
     label = f"`{key}`" + (f" ({note})" if note else "")
-    return Source(label, _attribute_reader(key, convert, when))
+    return Source(label, _attribute_reader(key, convert, when), key if when is None else None)
 
 
 def attributes(keys: Iterable[str], convert: Convert | None = None) -> tuple[Source, ...]:
