@@ -6,6 +6,7 @@ surrogate (see ``_base``) whichever dialect read it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -246,6 +247,7 @@ def agent_run(
 # Keys under which frameworks nest a call's named arguments, and the other values such a wrapper
 # holds (no positional arguments, flags, nulls).
 _WRAPPER_KEYS = ("kwargs", "input", "arguments", "tool_input")
+_WRAPPER_MARKER = re.compile('"(?:' + "|".join((*_WRAPPER_KEYS, "inputs", "input_str")) + ')"')
 
 
 def _bookkeeping(value: Any) -> bool:
@@ -265,6 +267,8 @@ def unwrap_arguments(value: Any, max_chars: int) -> tuple[Any, Any]:
     """
     if not isinstance(value, str) or value[:1] != "{" or len(value) > max(max_chars, UNWRAP_LIMIT):
         return value, None
+    if _WRAPPER_MARKER.search(value) is None:
+        return value, None  # plain arguments: parsed once, by the trajectory builder
     data = loads(value)
     if not isinstance(data, dict):
         return value, None

@@ -17,7 +17,7 @@ from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_a
 from otel_traj.dialects._usage import Usage, agent_usage, usage, usage_from_json
 from otel_traj.dialects.sources import first_of, python_literal
 from otel_traj.spanview import SpanView
-from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
+from otel_traj.steps import AgentRun, ModelCall, ToolCall
 
 
 def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ToolCall | None:
@@ -25,16 +25,13 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
     name = as_str(first_of(fields.TOOL_NAME, view, attrs, max_chars))
     if name is None or name in fields.NOT_TOOLS:
         return None
-    raw_arguments = first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars)
-    arguments, wrapper_id = unwrap_arguments(raw_arguments, max_chars)
+    arguments, wrapper_id = unwrap_arguments(
+        first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars), max_chars
+    )
     arguments = python_literal(arguments, max_chars)
-    raw_result = semconv.strands_result(first_of(fields.TOOL_RESULT, view, attrs, max_chars), attrs)
-    result, message_id = openinference.tool_message(raw_result, max_chars)
-    if message_id is None:
-        result, message_id = traceloop.tool_output(result)
+    result, message_id = _result(first_of(fields.TOOL_RESULT, view, attrs, max_chars), attrs, max_chars)
     call_id = first_of(fields.TOOL_CALL_ID, view, attrs, max_chars) or wrapper_id or message_id
-    failed = langfuse.failed(attrs) or logfire.failed(attrs)
-    message = logfire.error_message(attrs) or as_str(attrs.get("langfuse.observation.status_message"))
+    failed, message = _dialect_failure(attrs)
     return tool_call(
         view,
         attrs,
@@ -49,22 +46,36 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
     )
 
 
+def _result(raw: Any, attrs: Mapping[str, Any], max_chars: int) -> tuple[Any, Any]:
+    """``(result, call_id)`` without a framework's wrapper: Strands' content blocks, a LangChain
+    ToolMessage (whose call id it also gives)."""
+    if not isinstance(raw, str) or raw[:1] not in ("{", "["):
+        return raw, None
+    result, call_id = openinference.tool_message(semconv.strands_result(raw, attrs), max_chars)
+    if call_id is None:
+        result, call_id = traceloop.tool_output(result)
+    return result, call_id
+
+
+def _dialect_failure(attrs: Mapping[str, Any]) -> tuple[bool, str | None]:
+    """A failure a dialect records in its own attributes besides the span status (Langfuse's level,
+    Logfire's ``error``), with its message."""
+    if langfuse.TYPE in attrs:
+        return langfuse.failed(attrs), as_str(attrs.get("langfuse.observation.status_message"))
+    if logfire.TEMPLATE in attrs:
+        return logfire.failed(attrs), logfire.error_message(attrs)
+    return False, None
+
+
 def _output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output:
-    """Text, requested tools and finish reasons, each from the first output source that has it."""
-    text: str | None = None
-    requested: tuple[RequestedTool, ...] = ()
-    reasons: tuple[str, ...] = ()
+    """The response as the first source that records it has it (text and requested tools together)."""
     for source in fields.MODEL_OUTPUT:
-        found = source.read(view, attrs, max_chars)
-        if found is None:
+        if source.trigger is not None and source.trigger not in attrs:
             continue
-        found_text, found_requested, found_reasons = found
-        text = text or found_text
-        requested = requested or found_requested
-        reasons = reasons or found_reasons
-        if text and requested and reasons:
-            break
-    return text, requested, reasons
+        found: Output | None = source.read(view, attrs, max_chars)
+        if found is not None and (found[0] or found[1] or found[2]):
+            return found
+    return None, (), ()
 
 
 def _usage(attrs: Mapping[str, Any]) -> Usage:

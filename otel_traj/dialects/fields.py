@@ -111,27 +111,35 @@ FINISH_REASONS: tuple[Source, ...] = (
 # Sources of ``(text, requested tools, finish reasons)``: each of the three is taken from the first
 # source that has it.
 MODEL_OUTPUT: tuple[Source, ...] = (
-    Source(f"`{semconv.OUTPUT}`", semconv.output_messages),
+    Source(f"`{semconv.OUTPUT}`", semconv.output_messages, trigger=semconv.OUTPUT),
     Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.OUTPUT}`", semconv.details_output),
-    Source("`llm.output_messages.N.message.*` (OpenInference)", openinference.flat_output),
+    Source(
+        "`llm.output_messages.N.message.*` (OpenInference)",
+        openinference.flat_output,
+        trigger="llm.output_messages.0.message.role",
+    ),
     Source("`gen_ai.completion.N.*` (Traceloop)", traceloop.indexed_completion),
     Source("`ai.response.text` / `ai.response.toolCalls` (Vercel AI SDK)", vercel.response),
-    Source(f"`{adk.LLM_RESPONSE}` (Google ADK)", adk.response_output),
-    Source("`output.value` (OpenInference)", openinference.value_output),
-    Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.generation_output),
-    Source("`output` / `response` (Logfire)", logfire.model_output),
+    Source(f"`{adk.LLM_RESPONSE}` (Google ADK)", adk.response_output, trigger=adk.LLM_RESPONSE),
+    Source("`output.value` (OpenInference)", openinference.value_output, trigger="output.value"),
+    Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.generation_output, trigger=langfuse.OUTPUT),
+    Source("`output` / `response` (Logfire)", logfire.model_output, trigger=logfire.TEMPLATE),
     Source("events `gen_ai.choice` / `gen_ai.content.completion`", semconv.events_output),
 )
 MODEL_INPUT: tuple[Source, ...] = (
-    Source(f"`{semconv.INPUT}`", semconv.input_messages),
+    Source(f"`{semconv.INPUT}`", semconv.input_messages, trigger=semconv.INPUT),
     Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.INPUT}`", semconv.details_input),
-    Source("`llm.input_messages.N.message.*` (OpenInference)", openinference.flat_input),
+    Source(
+        "`llm.input_messages.N.message.*` (OpenInference)",
+        openinference.flat_input,
+        trigger="llm.input_messages.0.message.role",
+    ),
     Source("`gen_ai.prompt.N.*` / `gen_ai.prompt` (Traceloop)", traceloop.indexed_prompt),
-    Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_messages),
-    Source(f"`{adk.LLM_REQUEST}` (Google ADK)", adk.request_input),
-    Source("`input.value` (OpenInference)", openinference.value_input),
-    Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.generation_input),
-    Source("`input` / `raw_input` (Logfire)", logfire.model_input),
+    Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_messages, trigger="ai.prompt.messages"),
+    Source(f"`{adk.LLM_REQUEST}` (Google ADK)", adk.request_input, trigger=adk.LLM_REQUEST),
+    Source("`input.value` (OpenInference)", openinference.value_input, trigger="input.value"),
+    Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.generation_input, trigger=langfuse.INPUT),
+    Source("`input` / `raw_input` (Logfire)", logfire.model_input, trigger=logfire.TEMPLATE),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 
@@ -163,26 +171,38 @@ CONVERSATION_ID: tuple[Source, ...] = (
     attribute("group_id", note="Logfire, the OpenAI Agents SDK's `RunConfig.group_id`"),
 )
 AGENT_INPUT: tuple[Source, ...] = (
-    Source(f"`{semconv.INPUT}`", semconv.input_messages),
+    Source(f"`{semconv.INPUT}`", semconv.input_messages, trigger=semconv.INPUT),
     Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.INPUT}`", semconv.details_input),
-    Source("`pydantic_ai.all_messages` (pydantic-ai)", pydantic_ai.all_messages_input),
-    Source("`all_messages_events` (pydantic-ai 1.x)", pydantic_ai.events_input),
-    Source(f"`{traceloop.ENTITY_INPUT}` (Traceloop)", traceloop.entity_input),
-    Source("`input.value` (OpenInference)", openinference.value_input),
-    Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.observation_input),
-    Source("`ai.prompt` (Vercel AI SDK)", vercel.prompt_text),
+    Source(
+        "`pydantic_ai.all_messages` (pydantic-ai)",
+        pydantic_ai.all_messages_input,
+        trigger="pydantic_ai.all_messages",
+    ),
+    Source(
+        "`all_messages_events` (pydantic-ai 1.x)", pydantic_ai.events_input, trigger="all_messages_events"
+    ),
+    Source(f"`{traceloop.ENTITY_INPUT}` (Traceloop)", traceloop.entity_input, trigger=traceloop.ENTITY_INPUT),
+    Source("`input.value` (OpenInference)", openinference.value_input, trigger="input.value"),
+    Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.observation_input, trigger=langfuse.INPUT),
+    Source("`ai.prompt` (Vercel AI SDK)", vercel.prompt_text, trigger="ai.prompt"),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 AGENT_OUTPUT: tuple[Source, ...] = (
-    Source(f"`{semconv.OUTPUT}`", lambda view, attrs, m: _text(semconv.output_messages(view, attrs, m))),
+    Source(
+        f"`{semconv.OUTPUT}`",
+        lambda view, attrs, m: _text(semconv.output_messages(view, attrs, m)),
+        trigger=semconv.OUTPUT,
+    ),
     Source(
         f"event `{semconv.DETAILS_EVENT}` → `{semconv.OUTPUT}`",
         lambda view, attrs, m: _text(semconv.details_output(view, attrs, m)),
     ),
     attribute("final_result", note="pydantic-ai"),
-    Source(f"`{traceloop.ENTITY_OUTPUT}` (Traceloop)", traceloop.entity_answer),
-    Source("`output.value` (OpenInference)", openinference.value_answer),
-    Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.observation_output),
+    Source(
+        f"`{traceloop.ENTITY_OUTPUT}` (Traceloop)", traceloop.entity_answer, trigger=traceloop.ENTITY_OUTPUT
+    ),
+    Source("`output.value` (OpenInference)", openinference.value_answer, trigger="output.value"),
+    Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.observation_output, trigger=langfuse.OUTPUT),
     *(attribute(key, note="Vercel AI SDK") for key in vercel.TEXT_KEYS),
     Source("events `gen_ai.choice`", lambda view, attrs, m: _text(semconv.events_output(view, attrs, m))),
 )

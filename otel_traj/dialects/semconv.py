@@ -39,8 +39,12 @@ _STRANDS_TEXT_BLOCKS = '[{"text": '
 
 def strands_result(value: Any, attrs: Mapping[str, Any]) -> Any:
     """A Strands tool result without its content-block wrapper."""
-    strands = any(attrs.get(key) == "strands-agents" for key in PROVIDER_KEYS)
-    if strands and isinstance(value, str) and value.startswith(_STRANDS_TEXT_BLOCKS):
+    if not isinstance(value, str) or not value.startswith(_STRANDS_TEXT_BLOCKS):
+        return value
+    if (
+        attrs.get("gen_ai.provider.name") == "strands-agents"
+        or attrs.get("gen_ai.system") == "strands-agents"
+    ):
         return content_text(value) or value
     return value
 

@@ -27,6 +27,9 @@ class Source:
     # The attribute a plain attribute source reads on any span (None: an event, a span name, a
     # structured reader, or a key read only on some dialect's spans).
     key: str | None = None
+    # An attribute without which the source has nothing to read: absent, the source is skipped
+    # without calling it (most spans carry one dialect's keys, so most sources are skipped so).
+    trigger: str | None = None
 
 
 def _attribute_reader(key: str, convert: Convert | None, when: Guard | None) -> Reader:
@@ -44,7 +47,7 @@ def attribute(
 ) -> Source:
     """The attribute ``key``, converted; only on spans ``when`` accepts (``note`` says which)."""
     label = f"`{key}`" + (f" ({note})" if note else "")
-    return Source(label, _attribute_reader(key, convert, when), key if when is None else None)
+    return Source(label, _attribute_reader(key, convert, when), key if when is None else None, key)
 
 
 def attributes(keys: Iterable[str], convert: Convert | None = None) -> tuple[Source, ...]:
@@ -68,6 +71,8 @@ def event_attribute(event: str, key: str, convert: Convert | None = None) -> Sou
 def first_of(sources: Iterable[Source], view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Any:
     """The first value a source yields (None and empty text count as nothing)."""
     for source in sources:
+        if source.trigger is not None and source.trigger not in attrs:
+            continue
         value = source.read(view, attrs, max_chars)
         if value is not None and value != "":
             return value
