@@ -202,6 +202,43 @@ class Grading(_Section):
     )
 
 
+class ConversationBudget(_Section):
+    """Totals over every trace of one conversation."""
+
+    max_traces: int | None = Field(default=None, ge=1)
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    max_model_turns: int | None = Field(default=None, ge=0)
+    max_total_tokens: int | None = Field(default=None, ge=0)
+    max_input_tokens: int | None = Field(default=None, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=0)
+    max_duration_s: float | None = Field(default=None, gt=0)
+
+
+class ConversationRepeats(_Section):
+    max_identical: int = Field(
+        default=1, ge=1, description="turns (traces) that may make the same call with the same arguments"
+    )
+    exempt: tuple[str, ...] = ()
+
+
+class ConversationSeverities(_Section):
+    scope: Severity = "critical"
+    budget: Severity = "warning"
+    repeats: Severity = "warning"
+
+
+class Conversation(_Section):
+    """Rules over every trace sharing a conversation id, graded once it is idle."""
+
+    idle_s: float = Field(
+        default=900.0, gt=0, description="seconds without a new trace after which the conversation is graded"
+    )
+    budget: ConversationBudget | None = None
+    scope: bool = Field(default=False, description="the subject stays the same across the traces")
+    repeats: ConversationRepeats | None = None
+    severity: ConversationSeverities = Field(default_factory=ConversationSeverities)
+
+
 class AgentPolicy(_Section):
     """The rules for one agent (``defaults`` or one ``agents.<name>`` entry, and their merge)."""
 
@@ -214,6 +251,7 @@ class AgentPolicy(_Section):
     claims: tuple[ClaimRule, ...] = ()
     severity: Severities = Field(default_factory=Severities)
     grading: Grading = Field(default_factory=Grading)
+    conversation: Conversation | None = None
 
     def contract(self, tool: str) -> ToolContract | None:
         return self.tools.contracts.get(tool) if self.tools is not None else None
