@@ -12,6 +12,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from otel_traj.versions import VERSION_ATTRIBUTES
+
 _T = TypeVar("_T")
 logger = logging.getLogger("otel_traj")
 
@@ -30,6 +32,7 @@ DEFAULT_CAPTURE = (
     "langfuse.user.id",
     # Logfire's OpenAI Agents trace span: the run's ``RunConfig.group_id`` (its conversation).
     "group_id",
+    *VERSION_ATTRIBUTES,
 )
 
 

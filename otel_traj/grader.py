@@ -38,9 +38,11 @@ from otel_traj.checks import (
     check_tools,
 )
 from otel_traj.checks.base import ArgsKey, args_keys, skipped
+from otel_traj.cost import run_cost
 from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Outcome, Severity, Verdict
+from otel_traj.versions import contracts_hash, versions_of
 
 # Checks that compare argument keys; ``grade`` computes the keys once and hands them to each.
 _KEYED: frozenset[Callable[..., CheckResult]] = frozenset({check_repeats, check_recovery, check_side_effects})
@@ -119,6 +121,13 @@ class Grader:
     def __init__(self, policy: Policy | None = None) -> None:
         self.policy = policy if policy is not None else Policy(PolicyFile())
         self._plans: dict[int, tuple[AgentPolicy, Plan, float | None]] = {}
+        self._contracts: dict[int, tuple[AgentPolicy, str | None]] = {}
+
+    def _contracts_hash(self, agent_policy: AgentPolicy) -> str | None:
+        entry = self._contracts.get(id(agent_policy))
+        if entry is None or entry[0] is not agent_policy:
+            entry = self._contracts[id(agent_policy)] = (agent_policy, contracts_hash(agent_policy))
+        return entry[1]
 
     def _plan(self, agent_policy: AgentPolicy) -> tuple[AgentPolicy, Plan, float | None]:
         """The planned checks, each with whether it takes the argument keys, and the budget."""
@@ -138,9 +147,14 @@ class Grader:
         so its code and data stay in the CPU's caches. On the worker's batches (a tick's runs) that
         takes a third less time than every check of one run, then every check of the next."""
         groups: dict[int, tuple[tuple[AgentPolicy, Plan, float | None], list[int]]] = {}
+        contracts: list[str | None] = []
         for i, trajectory in enumerate(trajectories):
-            entry = self._plan(self.policy.resolve(trajectory))
+            agent_policy = self.policy.resolve(trajectory)
+            entry = self._plan(agent_policy)
             groups.setdefault(id(entry), (entry, []))[1].append(i)
+            contracts.append(self._contracts_hash(agent_policy))
+            # Priced here, on the worker: the budget check and every sink read it.
+            run_cost(trajectory)
         results: list[list[CheckResult]] = [[] for _ in trajectories]
         # Runs over their budget: the reason their remaining checks are skipped.
         over: dict[int, str] = {}
@@ -180,6 +194,7 @@ class Grader:
                 score=score(checks),
                 policy_version=self.policy.policy_version,
                 graded_at_ns=now,
+                versions=versions_of(trajectory, self.policy.policy_version, contracts[i]),
             )
             for i, (trajectory, checks) in enumerate(zip(trajectories, results, strict=True))
         ]

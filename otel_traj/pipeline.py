@@ -23,6 +23,7 @@ from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
+from otel_traj.versions import versions_of
 
 logger = logging.getLogger("otel_traj")
 
@@ -46,7 +47,11 @@ LiveFactory = Callable[[TraceContext], LiveChecker | None]
 
 def ungraded(trajectory: Trajectory) -> Verdict:
     """The verdict when no policy is configured: the trajectory only, no checks."""
-    return Verdict(trajectory=trajectory, outcome="pass" if trajectory.complete else "incomplete")
+    return Verdict(
+        trajectory=trajectory,
+        outcome="pass" if trajectory.complete else "incomplete",
+        versions=versions_of(trajectory),
+    )
 
 
 class Pipeline:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_traj.cost import CallCost, run_cost
 from otel_traj.redact import Redactor, TraceRedaction
 from otel_traj.steps import ModelCall, ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
@@ -43,8 +44,9 @@ def tool_call_to_dict(call: ToolCall, redaction: TraceRedaction | None = None) -
     }
 
 
-def model_call_to_dict(call: ModelCall) -> dict[str, Any]:
-    return {
+def model_call_to_dict(call: ModelCall, cost: CallCost | None = None) -> dict[str, Any]:
+    """With ``cost``, the call's ``cost_usd`` and, when it is unknown, ``cost_reason``."""
+    data: dict[str, Any] = {
         "step_id": span_hex(call.span_id),
         "model": call.model,
         "provider": call.provider,
@@ -55,10 +57,15 @@ def model_call_to_dict(call: ModelCall) -> dict[str, Any]:
         "start_ns": call.start_ns,
         "end_ns": call.end_ns,
     }
+    if cost is not None:
+        data["cost_usd"] = cost.usd
+        data["cost_reason"] = cost.reason
+    return data
 
 
 def trajectory_to_dict(traj: Trajectory, redaction: TraceRedaction | None = None) -> dict[str, Any]:
     attributes = dict(traj.attributes)
+    cost = run_cost(traj)
     return {
         "trace_id": traj.trace_hex,
         "agent": traj.agent_label,
@@ -67,7 +74,7 @@ def trajectory_to_dict(traj: Trajectory, redaction: TraceRedaction | None = None
         "conversation_id": traj.conversation_id,
         # The agent's calls, then the structured-output calls (``kind: "output"``) that returned its answer.
         "tool_calls": [tool_call_to_dict(t, redaction) for t in (*traj.tool_calls, *traj.output_calls)],
-        "model_calls": [model_call_to_dict(m) for m in traj.model_calls],
+        "model_calls": [model_call_to_dict(m, c) for m, c in zip(traj.model_calls, cost.calls, strict=True)],
         "model_turns": traj.model_turns,
         "input_tokens": traj.tokens.input,
         "output_tokens": traj.tokens.output,
@@ -75,6 +82,9 @@ def trajectory_to_dict(traj: Trajectory, redaction: TraceRedaction | None = None
         "cache_read_tokens": traj.tokens.cache_read,
         "cache_write_tokens": traj.tokens.cache_write,
         "reasoning_tokens": traj.tokens.reasoning,
+        # null with ``cost_reason`` when any model call's cost is unknown: never a partial sum.
+        "total_cost_usd": cost.total_usd,
+        "cost_reason": cost.reason,
         "duration_s": round(traj.duration_s, 6),
         "start_ns": traj.start_ns,
         "end_ns": traj.end_ns,
@@ -110,5 +120,6 @@ def verdict_to_dict(verdict: Verdict, redactor: Redactor | None = None) -> dict[
     data["outcome"] = verdict.outcome
     data["score"] = round(verdict.score, 4)
     data["policy_version"] = verdict.policy_version
+    data["versions"] = verdict.versions.to_dict()
     data["checks"] = [check_to_dict(c, redaction) for c in verdict.checks]
     return data

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_traj.steps import AgentRun, ModelCall, ToolCall, trace_hex
+
+if TYPE_CHECKING:
+    from otel_traj.cost import RunCost
 
 
 @dataclass(slots=True)
@@ -52,6 +55,8 @@ class Trajectory:
     errors: list[str] = field(default_factory=list)
     # What the caps dropped for this trace (steps beyond the cap, truncated arguments/results).
     dropped_steps: int = 0
+    # Priced once, on the worker, by ``otel_traj.cost.run_cost``.
+    cost: RunCost | None = field(default=None, compare=False, repr=False)
 
     @property
     def trace_hex(self) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from otel_traj.trajectory import Trajectory
+from otel_traj.versions import Versions
 
 Status = Literal["pass", "fail", "skipped"]
 Severity = Literal["critical", "error", "warning", "info"]
@@ -40,6 +41,8 @@ class Verdict:
     score: float = 1.0
     policy_version: str | None = None
     graded_at_ns: int = 0
+    # Which agent, models, prompt, policy and tool contracts produced it (``otel_traj.versions``).
+    versions: Versions = field(default_factory=Versions)
 
     @property
     def failed_checks(self) -> list[CheckResult]:

@@ -1,10 +1,14 @@
-"""``budget``: tool calls, model turns, input/output/total tokens and duration against their limits."""
+"""``budget``: tool calls, model turns, input/output/total tokens, duration and cost against their limits.
+
+A cost that cannot be computed (an unknown model, a call without tokens) is not measurable: the
+limit is reported as such with the reason, never judged on a partial sum."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
 from otel_traj.checks.base import failed, passed, skipped
+from otel_traj.cost import run_cost
 from otel_traj.policy import Budget
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Severity
@@ -36,14 +40,22 @@ def check_budget(traj: Trajectory, budget: Budget, severity: Severity = "warning
         if limit is None:
             continue
         if not known:
-            unknown.append(what)
+            unknown.append(f"{what} not recorded")
             continue
         text = f"{what} {_fmt(value)}/{_fmt(limit)}"
         (over if value > limit else within).append(text)
+    if budget.max_cost_usd is not None:
+        cost = run_cost(traj)
+        limit_usd = budget.max_cost_usd
+        if cost.total_usd is None:
+            unknown.append(f"cost unknown: {cost.reason}")
+        else:
+            text = f"cost ${cost.total_usd:.6g}/${limit_usd:.6g}"
+            (over if cost.total_usd > limit_usd else within).append(text)
     if over:
         return failed(NAME, severity, ", ".join(over))
     if not within:
-        what = ", ".join(unknown) if unknown else "no limits configured"
+        what = "; ".join(unknown) if unknown else "no limits configured"
         return skipped(NAME, severity, f"not measurable: {what}")
-    note = f" ({', '.join(unknown)} not recorded)" if unknown else ""
+    note = f" ({'; '.join(unknown)})" if unknown else ""
     return passed(NAME, severity, ", ".join(within) + note)

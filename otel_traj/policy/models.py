@@ -109,6 +109,9 @@ class Budget(_Section):
     max_input_tokens: int | None = Field(default=None, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=0)
     max_duration_s: float | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(
+        default=None, ge=0, description="US dollars, priced by genai-prices; not measurable when unknown"
+    )
 
 
 class Repeats(_Section):
@@ -212,6 +215,9 @@ class ConversationBudget(_Section):
     max_input_tokens: int | None = Field(default=None, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=0)
     max_duration_s: float | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(
+        default=None, ge=0, description="US dollars, priced by genai-prices; not measurable when unknown"
+    )
 
 
 class ConversationRepeats(_Section):

@@ -1,0 +1,110 @@
+"""Cost in US dollars of each model call and of a run, from pydantic's ``genai-prices`` database.
+
+Prices come from the package's snapshot, never from a table of ours; cached and reasoning tokens
+are priced as the database prices them for the model. The database is looked up with the call's
+provider when the trace names one (``gen_ai.provider.name``: ``openai``, ``gcp.gemini``,
+``azure.ai.openai`` are all known to it), else by the model name alone; a model recorded with a
+provider prefix (``openai/gpt-4o-mini``) is also tried as that provider's model. Prices are those in
+force when the call started.
+
+A cost that cannot be computed is ``None`` with the reason, never 0: an unknown model, a call that
+recorded no tokens. A run's total is ``None`` as soon as one of its model calls has no cost, so a
+partial sum is never presented as the total.
+
+``genai_prices`` is imported on first use (about 0.2 s), on the thread that builds or grades
+trajectories, never at ``import otel_traj`` nor on the application's span hot path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from otel_traj.steps import ModelCall, span_hex
+
+if TYPE_CHECKING:
+    from otel_traj.trajectory import Trajectory
+
+
+@dataclass(slots=True, frozen=True)
+class CallCost:
+    """One model call's cost: ``usd``, or ``None`` with ``reason``."""
+
+    usd: float | None
+    reason: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class RunCost:
+    """A run's cost: ``calls`` aligned with ``Trajectory.model_calls``; ``total_usd`` the sum, or
+    ``None`` with ``reason`` when any call's cost is unknown."""
+
+    calls: tuple[CallCost, ...]
+    total_usd: float | None
+    reason: str | None = None
+
+
+def _candidates(model: str, provider: str | None) -> list[tuple[str, str | None]]:
+    """(model, provider) pairs to look up, best first."""
+    found: list[tuple[str, str | None]] = [(model, provider)]
+    if provider is not None:
+        found.append((model, None))
+    prefix, slash, rest = model.partition("/")
+    if slash and prefix and rest:
+        found.append((rest, prefix))
+    return list(dict.fromkeys(found))
+
+
+def price_call(call: ModelCall) -> CallCost:
+    """The cost of one model call (see the module's docstring)."""
+    if not call.has_usage:
+        return CallCost(None, "tokens not recorded")
+    if not call.model:
+        return CallCost(None, "model not recorded")
+    from genai_prices import Usage, calc_price
+
+    usage = Usage(
+        input_tokens=call.input_tokens or 0,
+        output_tokens=call.output_tokens or 0,
+        cache_read_tokens=call.cache_read_tokens,
+        cache_write_tokens=call.cache_write_tokens,
+        output_reasoning_tokens=call.reasoning_tokens,
+    )
+    when = datetime.fromtimestamp(call.start_ns / 1e9, UTC) if call.start_ns > 0 else None
+    problem = ""
+    for model, provider in _candidates(call.model, call.provider):
+        try:
+            price = calc_price(usage, model, provider_id=provider, genai_request_timestamp=when)
+        except LookupError as exc:
+            problem = problem or str(exc)
+            continue
+        except (ValueError, ArithmeticError) as exc:
+            return CallCost(None, f"cannot price {call.model}: {exc}")
+        return CallCost(float(Decimal(price.total_price)))
+    where = f" (provider {call.provider})" if call.provider else ""
+    return CallCost(None, f"model {call.model}{where} not in the price database: {problem}")
+
+
+def price_run(trajectory: Trajectory) -> RunCost:
+    """The run's cost (see :class:`RunCost`); a run without model calls costs 0 unless an agent span
+    recorded tokens that no model call accounts for."""
+    calls = tuple(price_call(call) for call in trajectory.model_calls)
+    if not calls and trajectory.tokens.total > 0:
+        return RunCost(calls, None, "tokens recorded on the agent span only, no model call to price")
+    unknown = [(call, cost) for call, cost in zip(trajectory.model_calls, calls, strict=True) if cost.usd is None]
+    if unknown:
+        call, cost = unknown[0]
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        reason = f"model call {span_hex(call.span_id)}: {cost.reason}{more}"
+        return RunCost(calls, None, reason)
+    return RunCost(calls, sum(c.usd or 0.0 for c in calls))
+
+
+def run_cost(trajectory: Trajectory) -> RunCost:
+    """The run's cost, computed once and kept on the trajectory."""
+    cost = trajectory.cost
+    if cost is None:
+        cost = trajectory.cost = price_run(trajectory)
+    return cost
