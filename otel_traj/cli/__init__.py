@@ -18,7 +18,7 @@ from typing import Any
 # (tests/test_imports.py compares the two help texts).
 COMMANDS = {
     "grade": "rebuild and grade trajectories from trace files",
-    "policy": "validate a policy file or print its JSON Schema",
+    "policy": "validate a policy file, print its JSON Schema, or suggest one from observed runs",
     "serve": "receive OTLP traces, grade them, store the verdicts",
     "report": "list stored verdicts",
 }

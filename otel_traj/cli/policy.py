@@ -1,4 +1,5 @@
-"""``otel-traj policy check FILE`` validates a policy; ``otel-traj policy schema`` prints its JSON Schema."""
+"""``otel-traj policy check FILE`` validates a policy; ``otel-traj policy schema`` prints its JSON Schema;
+``otel-traj policy suggest`` derives one from observed runs (``otel_traj.cli.policy_suggest``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from otel_traj.cli import policy_suggest
 from otel_traj.policy import PolicyError, PolicyFile, load_policy
 
 EXIT_OK = 0
@@ -33,10 +35,13 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("policy", help="validate a policy file or print its JSON Schema")
+    parser = subparsers.add_parser(
+        "policy", help="validate a policy file, print its JSON Schema, or suggest one from observed runs"
+    )
     actions = parser.add_subparsers(dest="policy_command", required=True)
     check = actions.add_parser("check", help="validate a YAML or JSON policy file (exit 2 if invalid)")
     check.add_argument("file", help="policy file (.yaml, .yml or .json)")
     check.set_defaults(run=_check)
     schema = actions.add_parser("schema", help="print the JSON Schema of the policy file")
     schema.set_defaults(run=_schema)
+    policy_suggest.add_parser(actions)
