@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from otel_traj.adapters import TraceFileError, read_trace_file, read_trace_files
+    from otel_traj.checks.custom import CheckConfig, CustomCheck
     from otel_traj.grader import Grader
     from otel_traj.policy import Policy, PolicyError, load_policy
     from otel_traj.processor import TrajectoryProcessor
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
 # OpenTelemetry SDK, protobuf and the grader together.
 _LAZY = {
     "AgentRun": "otel_traj.steps",
+    "CheckConfig": "otel_traj.checks.custom",
     "CheckResult": "otel_traj.verdict",
+    "CustomCheck": "otel_traj.checks.custom",
     "Grader": "otel_traj.grader",
     "ModelCall": "otel_traj.steps",
     "Policy": "otel_traj.policy",
@@ -53,7 +56,9 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AgentRun",
+    "CheckConfig",
     "CheckResult",
+    "CustomCheck",
     "Grader",
     "ModelCall",
     "Policy",

@@ -31,15 +31,19 @@ from otel_traj.checks import (
     check_claims,
     check_grounded,
     check_order,
+    check_postconditions,
     check_recovery,
+    check_relations,
     check_repeats,
     check_scope,
     check_side_effects,
     check_tools,
 )
 from otel_traj.checks.base import ArgsKey, args_keys, skipped
+from otel_traj.checks.custom import check_custom
 from otel_traj.cost import run_cost
 from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery
+from otel_traj.stats import PipelineStats
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Outcome, Severity, Verdict
 from otel_traj.versions import contracts_hash, versions_of
@@ -55,8 +59,9 @@ Plan = list[tuple[partial[CheckResult], bool]]
 SEVERITY_WEIGHTS: dict[Severity, float] = {"critical": 4.0, "error": 2.0, "warning": 1.0, "info": 0.5}
 
 
-def plan_checks(policy: AgentPolicy) -> list[partial[CheckResult]]:
-    """The checks an agent's policy configures, bound to their sections (a section left out = no check)."""
+def plan_checks(policy: AgentPolicy, stats: PipelineStats | None = None) -> list[partial[CheckResult]]:
+    """The checks an agent's policy configures, bound to their sections (a section left out = no check).
+    Custom checks come last, in the policy's order; ``stats`` counts those that raise."""
     sev = policy.severity
     checks: list[partial[CheckResult]] = []
     if policy.order:
@@ -82,11 +87,24 @@ def plan_checks(policy: AgentPolicy) -> list[partial[CheckResult]]:
             checks.append(partial(check_grounded, tools=tools, severity=sev.grounded))
         if tools.allow or tools.deny:
             checks.append(partial(check_tools, tools=tools, severity=sev.tools))
+        if any(c.postconditions for c in contracts):
+            checks.append(partial(check_postconditions, tools=tools, severity=sev.postconditions))
+        if any(c.relations for c in contracts):
+            checks.append(partial(check_relations, tools=tools, severity=sev.relations))
     if policy.budget is not None:
         checks.append(partial(check_budget, budget=policy.budget, severity=sev.budget))
     if policy.claims:
         checks.append(partial(check_claims, rules=policy.claims, severity=sev.claims))
+    for rule in policy.custom:
+        checks.append(partial(check_custom, rule=rule, severity=rule.severity, stats=stats))
     return checks
+
+
+def check_name(check: partial[CheckResult]) -> str:
+    """The name a planned check's results carry: its policy entry's for a custom check."""
+    if check.func is check_custom:
+        return str(check.keywords["rule"].name)
+    return check.func.__name__.removeprefix("check_")
 
 
 def classify(checks: Sequence[CheckResult], complete: bool = True) -> Outcome:
@@ -116,10 +134,11 @@ def score(checks: Sequence[CheckResult]) -> float:
 
 class Grader:
     """``Grader(policy).grade(trajectory) -> Verdict`` (``grade_all`` for many). Check plans are built
-    once per agent policy."""
+    once per agent policy. ``stats`` counts custom checks that raise (``check_errors``)."""
 
-    def __init__(self, policy: Policy | None = None) -> None:
+    def __init__(self, policy: Policy | None = None, stats: PipelineStats | None = None) -> None:
         self.policy = policy if policy is not None else Policy(PolicyFile())
+        self.stats = stats if stats is not None else PipelineStats()
         self._plans: dict[int, tuple[AgentPolicy, Plan, float | None]] = {}
         self._contracts: dict[int, tuple[AgentPolicy, str | None]] = {}
 
@@ -133,7 +152,7 @@ class Grader:
         """The planned checks, each with whether it takes the argument keys, and the budget."""
         entry = self._plans.get(id(agent_policy))
         if entry is None or entry[0] is not agent_policy:
-            plan = [(check, check.func in _KEYED) for check in plan_checks(agent_policy)]
+            plan = [(check, check.func in _KEYED) for check in plan_checks(agent_policy, self.stats)]
             entry = (agent_policy, plan, agent_policy.grading.max_ms_per_run)
             self._plans[id(agent_policy)] = entry
         return entry
@@ -163,7 +182,7 @@ class Grader:
             budget_ns = budget_ms * 1_000_000 if budget_ms is not None else None
             spent = dict.fromkeys(indices, 0)
             for check, keyed in plan:
-                name = check.func.__name__.removeprefix("check_")
+                name = check_name(check)
                 severity = check.keywords["severity"]
                 for i in indices:
                     if i in over:

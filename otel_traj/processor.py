@@ -25,6 +25,7 @@ from otel_traj.live import live_scope, subject_attributes
 from otel_traj.pipeline import Pipeline, VerdictCallback
 from otel_traj.policy import Policy, load_policy
 from otel_traj.sinks.base import Sink
+from otel_traj.stats import PipelineStats
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -64,8 +65,9 @@ class TrajectoryProcessor(SpanProcessor):
         callbacks = [on_verdict] if callable(on_verdict) else list(on_verdict)
         grader: Grader | None = None
         live = None
+        stats = PipelineStats()
         if policy is not None:
-            grader = Grader(policy)
+            grader = Grader(policy, stats)
             live = live_scope(policy)
             config = config.with_capture(subject_attributes(policy))
         self.pipeline = Pipeline(
@@ -74,6 +76,7 @@ class TrajectoryProcessor(SpanProcessor):
             sinks=sinks,
             callbacks=callbacks,
             config=config,
+            stats=stats,
             reader=SpanReader(view=from_readable_span, trace_id=trace_id_of),
             live=live,
         )

@@ -19,6 +19,8 @@ class StatsSnapshot:
     sink_errors: dict[str, int]
     traces_in_flight: int
     internal_errors: int
+    check_errors: dict[str, int] = field(default_factory=dict)
+    judge_calls: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -28,6 +30,10 @@ class PipelineStats:
     sink_errors: dict[str, int] = field(default_factory=dict)
     traces_in_flight: int = 0
     internal_errors: int = 0
+    # Custom checks that raised or returned no CheckResult, by check name.
+    check_errors: dict[str, int] = field(default_factory=dict)
+    # LLM judge calls by (judge, result): ok, timeout, error, invalid, capped, queue_full, shutdown.
+    judge_calls: dict[tuple[str, str], int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_spans(self, result: str, n: int = 1) -> None:
@@ -45,6 +51,15 @@ class PipelineStats:
     def count_internal_error(self) -> None:
         with self._lock:
             self.internal_errors += 1
+
+    def count_check_error(self, check: str) -> None:
+        with self._lock:
+            self.check_errors[check] = self.check_errors.get(check, 0) + 1
+
+    def count_judge_call(self, judge: str, result: str) -> None:
+        with self._lock:
+            key = (judge, result)
+            self.judge_calls[key] = self.judge_calls.get(key, 0) + 1
 
     def count_failed_run(self) -> None:
         """A run lost to an error inside otel-traj: an internal error, and a run dropped because of it."""
@@ -65,4 +80,6 @@ class PipelineStats:
                 sink_errors=dict(self.sink_errors),
                 traces_in_flight=self.traces_in_flight,
                 internal_errors=self.internal_errors,
+                check_errors=dict(self.check_errors),
+                judge_calls=dict(self.judge_calls),
             )

@@ -8,7 +8,8 @@ A case file is JSONL, one case per line, in the widely used golden-case shape::
 Files in that shape are accepted as they are. Optional keys of ours refine the comparison:
 ``match`` (strict|unordered|subset|superset), ``args_mode`` (exact|ignore|subset|superset),
 ``tool_args`` (per-tool override: a mode, or the list of argument keys, or dotted paths into nested
-values such as ``time.start``, that must match),
+values such as ``time.start``, that must match, or ``{"function": "module:function"}``, a matcher
+``(expected_args, actual_args) -> bool`` imported when the file loads),
 ``nonempty`` (free-text arguments that only need a non-empty value: ``reason`` for every expected
 call whose ``args`` list it, or ``tool.reason``) and ``match_on`` (the trajectory
 attribute whose value names this case). Unknown keys are errors, so a typo never silently loosens a case.
@@ -17,11 +18,13 @@ attribute whose value names this case). Unknown keys are errors, so a typo never
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from otel_traj.plugins import FunctionPath
 
 MatchMode = Literal["strict", "unordered", "subset", "superset"]
 ArgsMode = Literal["exact", "ignore", "subset", "superset"]
@@ -37,6 +40,30 @@ class CaseFileError(ValueError):
         self.field = field
         where = f"{source}:{line}"
         super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
+class ArgMatcher(BaseModel):
+    """A function of one's own deciding whether a call's arguments match the expected ones."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    function: FunctionPath
+
+
+def _matcher(value: Any) -> Any:
+    # A mapping can only be a matcher: its own error (a function that cannot be imported) says more
+    # than the union's complaint that it is not one of the modes.
+    if isinstance(value, Mapping):
+        try:
+            return ArgMatcher.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
+    return value
+
+
+ArgsRule = Annotated[ArgsMode | tuple[str, ...] | ArgMatcher, BeforeValidator(_matcher)]
 
 
 class ExpectedTool(BaseModel):
@@ -60,7 +87,7 @@ class GoldenCase(BaseModel):
     answer_must_contain: str | None = None
     match: MatchMode | None = None
     args_mode: ArgsMode = "exact"
-    tool_args: dict[str, ArgsMode | tuple[str, ...]] = Field(default_factory=dict)
+    tool_args: dict[str, ArgsRule] = Field(default_factory=dict)
     nonempty: tuple[str, ...] = ()
     match_on: str | None = None
 
@@ -104,7 +131,7 @@ class GoldenCase(BaseModel):
         neither missing nor extra."""
         return frozenset(self.expect_error_from) - self.expected_names
 
-    def args_rule(self, tool: str) -> ArgsMode | tuple[str, ...]:
+    def args_rule(self, tool: str) -> ArgsRule:
         """The argument rule for one tool: its ``tool_args`` override, else ``args_mode``."""
         return self.tool_args.get(tool, self.args_mode)
 

@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from otel_traj.cases.model import ArgsMode
+from otel_traj.cases.model import ArgMatcher, ArgsRule
 
 # Decimal numbers without leading zeros: "007" stays an identifier, not the number 7.
 _NUMBER = re.compile(r"[+-]?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
-Problem = Literal["different", "missing", "unexpected", "empty"]
+Problem = Literal["different", "missing", "unexpected", "empty", "rejected"]
 
 
 def as_number(value: Any) -> float | None:
@@ -105,6 +105,8 @@ class ArgMismatch:
             return f"{self.key}={_show(self.actual)} not in the expected args"
         if self.problem == "empty":
             return f"{self.key} is empty"
+        if self.problem == "rejected":
+            return f"arguments rejected by {self.key}: {_show(self.actual)}"
         return f"{self.key} expected {_show(self.expected)}, got {_show(self.actual)}"
 
 
@@ -187,7 +189,7 @@ def _check_key(
 def compare_args(
     expected: Mapping[str, Any],
     actual: Mapping[str, Any],
-    rule: ArgsMode | tuple[str, ...],
+    rule: ArgsRule,
     nonempty: frozenset[str] = frozenset(),
 ) -> ArgComparison:
     """Compare actual arguments with expected ones under a rule.
@@ -200,8 +202,12 @@ def compare_args(
       (``time.start``); present in both with equal values, or absent from both (the expected call
       gives no value, and the call has none); present on one side only is a mismatch.
 
+    - a matcher: its function decides for the whole call (an exception is a mismatch saying so).
+
     Keys in ``nonempty`` need a non-empty actual value instead of an equal one.
     """
+    if isinstance(rule, ArgMatcher):
+        return _matched(rule, expected, actual)
     if rule == "ignore":
         return ArgComparison()
     declared = set(expected) | nonempty
@@ -216,3 +222,14 @@ def compare_args(
     paths = isinstance(rule, tuple)
     mismatches = [m for key in keys if (m := _check_key(key, expected, actual, nonempty, paths)) is not None]
     return ArgComparison(tuple(mismatches), len(keys))
+
+
+def _matched(matcher: ArgMatcher, expected: Mapping[str, Any], actual: Mapping[str, Any]) -> ArgComparison:
+    path = matcher.function.path
+    try:
+        ok = bool(matcher.function.func(expected, actual))
+    except Exception as exc:  # user code: a failing matcher fails this comparison only
+        return ArgComparison(
+            (ArgMismatch(path, "rejected", None, f"<raised {type(exc).__name__}: {exc}>"),), 1
+        )
+    return ArgComparison(() if ok else (ArgMismatch(path, "rejected", dict(expected), dict(actual)),), 1)

@@ -19,7 +19,11 @@ from pydantic import (
     Field,
     PlainSerializer,
     WithJsonSchema,
+    model_validator,
 )
+
+from otel_traj.plugins import FunctionPath, registered_check
+from otel_traj.policy.rules import Confirmation, Efficiency, Injection, Postcondition, Relation
 
 Severity = Literal["critical", "error", "warning", "info"]
 
@@ -171,6 +175,12 @@ class ToolContract(_Section):
     idempotency_key: str | None = Field(
         default=None, description="argument that must stay the same when a side-effecting call is retried"
     )
+    postconditions: tuple[Postcondition, ...] = Field(
+        default=(), description="what a successful call's result must say about the state it left"
+    )
+    relations: tuple[Relation, ...] = Field(
+        default=(), description="arguments compared with values in earlier successful results"
+    )
 
 
 class Tools(_Section):
@@ -195,6 +205,11 @@ class Severities(_Section):
     recovery: Severity = "error"
     budget: Severity = "warning"
     repeats: Severity = "warning"
+    postconditions: Severity = "error"
+    relations: Severity = "error"
+    confirmation: Severity = "critical"
+    injection: Severity = "critical"
+    efficiency: Severity = "warning"
 
 
 class Grading(_Section):
@@ -245,6 +260,47 @@ class Conversation(_Section):
     severity: ConversationSeverities = Field(default_factory=ConversationSeverities)
 
 
+# A check's name is a label of metrics and a Langfuse score name: short, and no built-in check's.
+CHECK_NAME = r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"
+
+
+class CustomCheckRule(_Section):
+    """A check of one's own: ``function(trajectory, config) -> CheckResult`` (see ``checks.custom``)."""
+
+    name: str = Field(pattern=CHECK_NAME)
+    function: FunctionPath = Field(
+        description="'module:function'; left out, the entry point `name` of group otel_traj.checks"
+    )
+    severity: Severity = "error"
+    config: dict[str, Any] = Field(default_factory=dict, description="passed to the function as it is")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _registered(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("function") is None and isinstance(data.get("name"), str):
+            return {**data, "function": registered_check(data["name"])}
+        return data
+
+    @model_validator(mode="after")
+    def _not_built_in(self) -> CustomCheckRule:
+        if self.name in Severities.model_fields:
+            raise ValueError(f"name {self.name!r} is a built-in check's")
+        return self
+
+
+class JudgeRule(_Section):
+    """An LLM judge: run after the verdict on a sample of runs, never part of it."""
+
+    name: str = Field(pattern=CHECK_NAME)
+    rubric: str = Field(min_length=1, description="what the judge scores, in plain words")
+    model: str = "gpt-4o-mini"
+    sample: float = Field(default=0.1, ge=0, le=1, description="share of runs judged (by trace id)")
+    max_calls_per_hour: int | None = Field(default=600, ge=1, description="null = no cap")
+    severity: Severity = "info"
+    labels: tuple[str, ...] = Field(default=("pass", "fail"), min_length=1, description="answers it may give")
+    timeout_s: float = Field(default=30.0, gt=0, description="seconds per call")
+
+
 class AgentPolicy(_Section):
     """The rules for one agent (``defaults`` or one ``agents.<name>`` entry, and their merge)."""
 
@@ -255,6 +311,11 @@ class AgentPolicy(_Section):
     scope: Scope | None = None
     tools: Tools | None = None
     claims: tuple[ClaimRule, ...] = ()
+    confirmation: Confirmation | None = None
+    injection: Injection | None = None
+    efficiency: Efficiency | None = None
+    custom: tuple[CustomCheckRule, ...] = ()
+    judges: tuple[JudgeRule, ...] = ()
     severity: Severities = Field(default_factory=Severities)
     grading: Grading = Field(default_factory=Grading)
     conversation: Conversation | None = None

@@ -76,14 +76,26 @@ def _sum(snapshots: Iterable[StatsSnapshot]) -> StatsSnapshot:
     spans: Counter[str] = Counter()
     dropped: Counter[str] = Counter()
     sink_errors: Counter[str] = Counter()
+    check_errors: Counter[str] = Counter()
+    judge_calls: Counter[tuple[str, str]] = Counter()
     in_flight = internal = 0
     for snap in snapshots:
+        check_errors.update(snap.check_errors)
+        judge_calls.update(snap.judge_calls)
         spans.update(snap.spans)
         dropped.update(snap.dropped)
         sink_errors.update(snap.sink_errors)
         in_flight += snap.traces_in_flight
         internal += snap.internal_errors
-    return StatsSnapshot(dict(spans), dict(dropped), dict(sink_errors), in_flight, internal)
+    return StatsSnapshot(
+        dict(spans),
+        dict(dropped),
+        dict(sink_errors),
+        in_flight,
+        internal,
+        dict(check_errors),
+        dict(judge_calls),
+    )
 
 
 def _families(snap: StatsSnapshot | None) -> list[Metric]:
@@ -102,7 +114,19 @@ def _families(snap: StatsSnapshot | None) -> list[Metric]:
     internal = CounterMetricFamily(
         "otel_traj_internal_errors", "Errors caught inside the pipeline instead of reaching the application."
     )
+    check_errors = CounterMetricFamily(
+        "otel_traj_check_errors", "Custom checks that raised (graded as skipped), by check.", labels=["check"]
+    )
+    judge_calls = CounterMetricFamily(
+        "otel_traj_judge_calls",
+        "LLM judge calls by judge and result (ok, timeout, error, invalid, capped, queue_full, shutdown).",
+        labels=["judge", "result"],
+    )
     if snap is not None:
+        for check, count in sorted(snap.check_errors.items()):
+            check_errors.add_metric([check], count)
+        for (judge, result), count in sorted(snap.judge_calls.items()):
+            judge_calls.add_metric([judge, result], count)
         # Every span result is always exposed so that rate() works from the first scrape.
         for result in SPAN_RESULTS:
             spans.add_metric([result], snap.spans.get(result, 0))
@@ -115,4 +139,4 @@ def _families(snap: StatsSnapshot | None) -> list[Metric]:
         for sink, count in sorted(snap.sink_errors.items()):
             sink_errors.add_metric([sink], count)
         internal.add_metric([], snap.internal_errors)
-    return [spans, in_flight, dropped, sink_errors, internal]
+    return [spans, in_flight, dropped, sink_errors, internal, check_errors, judge_calls]
