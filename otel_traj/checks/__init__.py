@@ -8,7 +8,9 @@ from otel_traj.checks.budget import check_budget
 from otel_traj.checks.claims import check_claims
 from otel_traj.checks.grounded import check_grounded
 from otel_traj.checks.order import check_order
+from otel_traj.checks.postconditions import check_postconditions
 from otel_traj.checks.recovery import check_recovery
+from otel_traj.checks.relations import check_relations
 from otel_traj.checks.repeats import check_repeats
 from otel_traj.checks.scope import ScopeTracker, check_scope, resolve_subject
 from otel_traj.checks.side_effects import check_side_effects
@@ -21,7 +23,9 @@ __all__ = [
     "check_claims",
     "check_grounded",
     "check_order",
+    "check_postconditions",
     "check_recovery",
+    "check_relations",
     "check_repeats",
     "check_scope",
     "check_side_effects",

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from otel_traj.stats import PipelineStats
 from otel_traj.verdict import CheckResult, Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.conversations import ConversationVerdict
 
 
 @dataclass(slots=True, frozen=True)
@@ -38,6 +42,10 @@ class Sink(ABC):
 
     def on_live_violation(self, violation: LiveViolation) -> None:  # noqa: B027 - optional hook
         """Called for violations detected while the run is still in flight."""
+
+    def export_conversation(self, verdict: ConversationVerdict) -> None:  # noqa: B027 - optional hook
+        """Receives each conversation's verdict (``otel_traj.conversations``) on the worker thread;
+        the same rule as ``export``: never block on the network."""
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return True

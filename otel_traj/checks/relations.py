@@ -1,0 +1,129 @@
+"""``relations``: an argument compared with a value an earlier successful tool result gave.
+
+A refund larger than the invoice it refunds, a transfer above the balance just read: each value
+is grounded in an earlier result, but the relation between them is what the business rule says.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from otel_traj.checks.base import count, failure, one_line, passed, skipped, step_id
+from otel_traj.checks.order import finished_before
+from otel_traj.checks.results import UNREADABLE, PathError, number, result_value, same, select, shown
+from otel_traj.policy import Tools
+from otel_traj.policy.rules import Relation
+from otel_traj.steps import ToolCall
+from otel_traj.trajectory import Trajectory
+from otel_traj.verdict import CheckResult, Severity
+
+NAME = "relations"
+
+_ORDERED: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">=": operator.ge,
+    ">": operator.gt,
+}
+
+
+def holds(value: Any, op: str, other: Any) -> bool | None:
+    """``value op other``; ``None`` when an ordering compares values that are not numbers."""
+    if op == "==":
+        return same(value, other)
+    if op == "!=":
+        return not same(value, other)
+    x, y = number(value), number(other)
+    if x is None or y is None:
+        return None
+    return _ORDERED[op](x, y)
+
+
+class _Earlier:
+    """Successful calls seen so far, by tool, each result parsed at most once."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, list[ToolCall]] = {}
+        self.values: dict[int, Any] = {}
+
+    def add(self, call: ToolCall) -> None:
+        if call.observed and call.ok:
+            self.calls.setdefault(call.name, []).append(call)
+
+    def value(self, call: ToolCall) -> Any:
+        key = id(call)
+        if key not in self.values:
+            self.values[key] = result_value(call)
+        return self.values[key]
+
+
+def _about(rule: Relation, arguments: dict[str, Any]) -> str:
+    keys = [shown(arguments.get(name)).strip('"') for name in rule.path.arguments]
+    return f"{rule.argument} for {', '.join(keys)}" if keys else rule.argument
+
+
+def _judge(call: ToolCall, rule: Relation, earlier: _Earlier) -> tuple[str | None, bool]:
+    """(the problem or ``None``, whether the rule could be judged)."""
+    arguments = call.arguments or {}
+    value = arguments[rule.argument]
+    uncaptured = False
+    for source in reversed(earlier.calls.get(rule.earlier, [])):
+        if not finished_before(source, call):
+            continue
+        data = earlier.value(source)
+        if data is None or data is UNREADABLE:
+            uncaptured = True
+            continue
+        try:
+            found = select(rule.path, data, arguments)
+        except PathError as exc:
+            return f"{call.name} {rule.argument}: {rule.earlier} result: {rule.path.source}: {exc}", True
+        if found is None:
+            continue
+        verdict = holds(value, rule.op, found)
+        label = f"{call.name} {rule.argument}={shown(value)}"
+        if verdict is None:
+            return f"{label} cannot be compared ({rule.op}) with {shown(found)} from {rule.earlier}", True
+        if verdict:
+            return None, True
+        where = rule.path.render(arguments)
+        return f"{label} is not {rule.op} {shown(found)} from {rule.earlier} ({where})", True
+    if uncaptured:
+        return None, False
+    return f"no earlier {rule.earlier} result gives {_about(rule, arguments)}", True
+
+
+def check_relations(traj: Trajectory, tools: Tools, severity: Severity = "error") -> CheckResult:
+    problems: list[str] = []
+    steps: list[str] = []
+    unknown: list[str] = []
+    checked = 0
+    earlier = _Earlier()
+    for call in traj.tool_calls:
+        contract = tools.contracts.get(call.name)
+        if contract is not None and contract.relations:
+            if call.arguments is None:
+                unknown.append(f"{call.name} arguments not captured")
+            for rule in contract.relations:
+                if call.arguments is None or rule.argument not in call.arguments:
+                    continue
+                problem, judged = _judge(call, rule, earlier)
+                if not judged:
+                    unknown.append(f"{call.name} {rule.argument}: {rule.earlier} results not captured")
+                    continue
+                checked += 1
+                if problem is not None:
+                    problems.append(problem)
+                    if step_id(call) not in steps:
+                        steps.append(step_id(call))
+        earlier.add(call)
+    if problems:
+        return failure(NAME, severity, problems, steps)
+    if unknown and not checked:
+        return skipped(NAME, severity, one_line(unknown))
+    if not checked:
+        return passed(NAME, severity, "no call with a related argument")
+    note = f" ({len(unknown)} not checkable)" if unknown else ""
+    return passed(NAME, severity, f"{count(checked, 'relation')} held{note}")

@@ -1,0 +1,136 @@
+"""Checks over a conversation's traces (summaries in start order): pure functions, one result each.
+Reasons name the trace (32 hex) and, where one is to blame, the step (16 hex)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from otel_traj.checks.base import count, failure, passed, skipped
+from otel_traj.conversations.summary import TraceSummary
+from otel_traj.policy import ConversationBudget, ConversationRepeats
+from otel_traj.verdict import CheckResult, Severity
+
+BUDGET = "conversation_budget"
+SCOPE = "conversation_scope"
+REPEATS = "conversation_repeats"
+NAMES = (BUDGET, SCOPE, REPEATS)
+
+_Measure = Callable[[TraceSummary], int]
+_TOTALS: tuple[tuple[str, str, _Measure], ...] = (
+    ("max_traces", "traces", lambda t: 1),
+    ("max_tool_calls", "tool calls", lambda t: t.tool_calls),
+    ("max_model_turns", "model turns", lambda t: t.model_turns),
+    ("max_total_tokens", "total tokens", lambda t: t.input_tokens + t.output_tokens),
+    ("max_input_tokens", "input tokens", lambda t: t.input_tokens),
+    ("max_output_tokens", "output tokens", lambda t: t.output_tokens),
+)
+
+
+def where(trace: TraceSummary, step: str | None = None) -> str:
+    return f"trace {trace.trace_id}" + (f" step {step}" if step else "")
+
+
+def check_budget(
+    traces: Sequence[TraceSummary], budget: ConversationBudget, severity: Severity
+) -> CheckResult:
+    """Totals over the traces; each overrun names the trace (and tool call) that crossed the limit."""
+    problems: list[str] = []
+    steps: list[str] = []
+    for field, noun, measure in _TOTALS:
+        limit = getattr(budget, field)
+        if limit is None:
+            continue
+        total = 0
+        crossed: tuple[TraceSummary, int] | None = None
+        for trace in traces:
+            before, total = total, total + measure(trace)
+            if crossed is None and total > limit:
+                crossed = (trace, limit - before)
+        if crossed is not None:
+            trace, within = crossed
+            step = (
+                trace.calls[within].step_id
+                if field == "max_tool_calls" and within < len(trace.calls)
+                else None
+            )
+            problems.append(f"{total} {noun} > {limit} (crossed in {where(trace, step)})")
+            if step:
+                steps.append(step)
+    if budget.max_duration_s is not None and traces:
+        duration = (max(t.end_ns for t in traces) - min(t.start_ns for t in traces)) / 1e9
+        if duration > budget.max_duration_s:
+            last = max(traces, key=lambda t: t.end_ns)
+            problems.append(f"{duration:.1f} s > {budget.max_duration_s:g} s (until {where(last)})")
+    if problems:
+        return failure(BUDGET, severity, problems, steps)
+    return passed(BUDGET, severity, f"within budget over {count(len(traces), 'trace')}")
+
+
+def check_scope(traces: Sequence[TraceSummary], severity: Severity, scoped: bool) -> CheckResult:
+    """The first trace's subject is the conversation's: a later trace serving another subject, or a
+    scoped call using another value, fails. ``scoped``: the agent's policy has a ``scope`` section."""
+    if not scoped:
+        return skipped(SCOPE, severity, "the agent's policy has no scope section to find the subject")
+    pinned: tuple[str, TraceSummary] | None = None
+    problems: list[str] = []
+    steps: list[str] = []
+    for trace in traces:
+        if pinned is None:
+            if trace.subject is not None:
+                pinned = (trace.subject, trace)
+            continue
+        subject, first = pinned
+        bad = [(call, arg, value) for call in trace.calls for arg, value in call.scoped if value != subject]
+        for call, arg, value in bad:
+            problems.append(
+                f"{where(trace, call.step_id)}: {call.name} used {arg}={value}, "
+                f"conversation subject is {subject} (from {where(first)})"
+            )
+            steps.append(call.step_id)
+        if not bad and trace.subject is not None and trace.subject != subject:
+            problems.append(
+                f"{where(trace)} serves subject {trace.subject} ({trace.subject_source}), "
+                f"conversation subject is {subject} (from {where(first)})"
+            )
+    if problems:
+        return failure(SCOPE, severity, problems, steps)
+    if pinned is None:
+        return passed(SCOPE, severity, "no subject found in any trace")
+    return passed(SCOPE, severity, f"{count(len(traces), 'trace')} keep subject {pinned[0]}")
+
+
+def check_repeats(
+    traces: Sequence[TraceSummary], repeats: ConversationRepeats, severity: Severity
+) -> CheckResult:
+    """The same call (tool and arguments) in more than ``max_identical`` traces. Repeats inside one
+    trace are the trace's own ``repeats`` check."""
+    exempt = frozenset(repeats.exempt)
+    seen: dict[tuple[str, str], list[tuple[TraceSummary, str, str]]] = {}
+    not_captured = 0
+    for trace in traces:
+        in_trace: set[tuple[str, str]] = set()
+        for call in trace.calls:
+            if call.name in exempt:
+                continue
+            if call.key is None:
+                not_captured += 1
+                continue
+            key = (call.name, call.key)
+            if key not in in_trace:
+                in_trace.add(key)
+                seen.setdefault(key, []).append((trace, call.step_id, call.label))
+    problems: list[str] = []
+    steps: list[str] = []
+    for uses in seen.values():
+        if len(uses) > repeats.max_identical:
+            later = uses[repeats.max_identical :]
+            problems.append(
+                f"{uses[0][2]} called in {len(uses)} traces, max {repeats.max_identical} "
+                f"(again in {', '.join(where(t, s) for t, s, _ in later)})"
+            )
+            steps.extend(s for _, s, _ in later)
+    if problems:
+        return failure(REPEATS, severity, problems, steps)
+    if not seen and not_captured:
+        return skipped(REPEATS, severity, f"arguments not captured for {count(not_captured, 'call')}")
+    return passed(REPEATS, severity, f"no call repeated across {count(len(traces), 'trace')}")

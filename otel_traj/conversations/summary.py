@@ -1,0 +1,189 @@
+"""What a conversation keeps of one graded trace: counts, tokens, its subject and a line per tool
+call (name, an argument fingerprint, a redacted label, the scoped values). Never spans or raw
+arguments, so a conversation of many turns costs little memory and its summaries can travel in
+``gen_ai.evaluation.result`` events to the replica that grades the conversation."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from otel_traj.checks.base import args_key, label, step_id
+from otel_traj.checks.scope import resolve_subject
+from otel_traj.policy import AgentPolicy, Scope
+from otel_traj.steps import ToolCall, span_hex
+from otel_traj.verdict import Verdict
+
+# Tool calls kept per trace; a run beyond it still counts every call in ``tool_calls``.
+MAX_CALLS = 256
+# Characters of a call's label (``name(arguments)``, redacted).
+LABEL_CHARS = 120
+_ENTRY_BYTES = 64
+
+
+@dataclass(slots=True, frozen=True)
+class CallSummary:
+    """One tool call: ``key`` fingerprints its arguments (None when they were not captured)."""
+
+    step_id: str
+    name: str
+    key: str | None
+    label: str
+    scoped: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class TraceSummary:
+    """One graded trace of a conversation. ``parent_span``: the agent (else root) span id in hex."""
+
+    trace_id: str
+    conversation_id: str
+    agent: str
+    service_name: str | None
+    parent_span: str | None
+    start_ns: int
+    end_ns: int
+    outcome: str
+    score: float
+    complete: bool
+    tool_calls: int
+    model_turns: int
+    input_tokens: int
+    output_tokens: int
+    calls: tuple[CallSummary, ...] = ()
+    subject: str | None = None
+    subject_source: str = ""
+
+    @property
+    def size_bytes(self) -> int:
+        """An estimate of what the summary holds, for the conversations' byte bound."""
+        texts = sum(len(c.label) + len(c.name) + 2 * _ENTRY_BYTES for c in self.calls)
+        scoped = sum(len(a) + len(v) for c in self.calls for a, v in c.scoped)
+        return (
+            4 * (texts + scoped + len(self.conversation_id) + len(self.agent) + len(self.subject or "")) + 512
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "conversation_id": self.conversation_id,
+            "agent": self.agent,
+            "service_name": self.service_name,
+            "parent_span": self.parent_span,
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "outcome": self.outcome,
+            "score": self.score,
+            "complete": self.complete,
+            "tool_calls": self.tool_calls,
+            "model_turns": self.model_turns,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "calls": [[c.step_id, c.name, c.key, c.label, [list(p) for p in c.scoped]] for c in self.calls],
+            "subject": self.subject,
+            "subject_source": self.subject_source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TraceSummary:
+        """The summary ``to_dict`` wrote; a KeyError, TypeError or ValueError on anything else."""
+        calls = tuple(
+            CallSummary(
+                str(step), str(name), None if key is None else str(key), str(text),
+                tuple((str(a), str(v)) for a, v in scoped),
+            )
+            for step, name, key, text, scoped in data["calls"][:MAX_CALLS]
+        )  # fmt: skip
+        subject = data.get("subject")
+        return cls(
+            trace_id=f"{int(str(data['trace_id']), 16):032x}",
+            conversation_id=_text(data["conversation_id"]),
+            agent=_text(data["agent"]),
+            service_name=None if data.get("service_name") is None else str(data["service_name"]),
+            parent_span=None if data.get("parent_span") is None else str(data["parent_span"]),
+            start_ns=int(data["start_ns"]),
+            end_ns=int(data["end_ns"]),
+            outcome=str(data["outcome"]),
+            score=float(data["score"]),
+            complete=bool(data["complete"]),
+            tool_calls=int(data["tool_calls"]),
+            model_turns=int(data["model_turns"]),
+            input_tokens=int(data["input_tokens"]),
+            output_tokens=int(data["output_tokens"]),
+            calls=calls,
+            subject=None if subject is None else str(subject),
+            subject_source=str(data.get("subject_source", "")),
+        )
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def fingerprint(key: Any) -> str:
+    """The same in every process: ``args_key`` holds only tuples, strings, numbers and None."""
+    return hashlib.sha256(repr(key).encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def summarize(verdict: Verdict, policy: AgentPolicy | None) -> TraceSummary | None:
+    """The summary of a graded trace, None when it has no conversation id. ``policy`` (the trace's
+    agent policy) says which arguments are scoped and how the subject is found."""
+    traj = verdict.trajectory
+    if not traj.conversation_id:
+        return None
+    scope = policy.scope if policy is not None else None
+    calls = tuple(_call(call, scope) for call in traj.tool_calls[:MAX_CALLS])
+    subject, source = _subject(verdict, policy, calls)
+    agent_span = traj.agent_runs[0].span_id if traj.agent_runs else traj.root_span_id
+    return TraceSummary(
+        trace_id=traj.trace_hex,
+        conversation_id=traj.conversation_id,
+        agent=traj.agent_label,
+        service_name=traj.service_name,
+        parent_span=span_hex(agent_span) if agent_span is not None else None,
+        start_ns=traj.start_ns,
+        end_ns=traj.end_ns,
+        outcome=verdict.outcome,
+        score=round(verdict.score, 4),
+        complete=traj.complete,
+        tool_calls=len(traj.tool_calls),
+        model_turns=traj.model_turns,
+        input_tokens=traj.tokens.input,
+        output_tokens=traj.tokens.output,
+        calls=calls,
+        subject=subject,
+        subject_source=source,
+    )
+
+
+def _call(call: ToolCall, scope: Scope | None) -> CallSummary:
+    key = args_key(call)
+    scoped: tuple[tuple[str, str], ...] = ()
+    names = scope.arguments.get(call.name) if scope is not None else None
+    if names and call.arguments is not None:
+        scoped = tuple((n, str(call.arguments[n]).strip()) for n in names if n in call.arguments)
+    text = label(call)
+    if len(text) > LABEL_CHARS:
+        text = text[: LABEL_CHARS - 1] + "…"
+    return CallSummary(step_id(call), call.name, None if key is None else fingerprint(key), text, scoped)
+
+
+def _subject(
+    verdict: Verdict, policy: AgentPolicy | None, calls: tuple[CallSummary, ...]
+) -> tuple[str | None, str]:
+    """The trace's subject as its scope check resolves it (attribute, pattern, then first use)."""
+    if policy is None or policy.scope is None:
+        return None, ""
+    traj = verdict.trajectory
+    found = resolve_subject(policy.scope, traj.attributes, traj.conversation_id, traj.user_input)
+    if found is not None:
+        return found
+    if policy.scope.subject.from_first_use:
+        for call in calls:
+            if call.scoped:
+                return call.scoped[0][1], f"first use by {call.name}"
+    return None, ""

@@ -1,0 +1,153 @@
+"""Conversations in flight: summaries of their graded traces, bounded in count and bytes, graded once
+no trace of them arrived for the policy's ``idle_s`` (and all at once on flush and shutdown).
+
+Thread-safe: the pipeline's worker adds the traces it grades, a receiver the summaries other
+replicas send in their evaluation events.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from otel_traj.config import env_int
+from otel_traj.conversations.grade import agent_policy, grade_with_policy
+from otel_traj.conversations.summary import TraceSummary, summarize
+from otel_traj.conversations.verdict import ConversationVerdict
+from otel_traj.policy import Policy
+from otel_traj.stats import PipelineStats
+from otel_traj.verdict import Verdict
+
+DEFAULT_MAX_CONVERSATIONS = 10_000
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DROPPED = "max_conversations"
+
+
+@dataclass(slots=True)
+class _Open:
+    idle_s: float
+    last: float
+    traces: dict[str, TraceSummary] = field(default_factory=dict)
+    size: int = 0
+
+
+class Conversations:
+    """``observe`` each graded verdict (or ``add`` a summary); ``ready`` returns the verdicts of the
+    conversations that went idle, and of those the bounds made leave early (``complete`` False,
+    counted in ``dropped{reason="max_conversations"}``).
+
+    policy: returns the policy in force (``serve`` reloads it). max_conversations / max_bytes:
+    ``OTEL_TRAJ_MAX_CONVERSATIONS`` (10,000) / ``OTEL_TRAJ_CONVERSATION_MAX_BYTES`` (64 MiB).
+    """
+
+    def __init__(
+        self,
+        policy: Callable[[], Policy | None],
+        *,
+        max_conversations: int | None = None,
+        max_bytes: int | None = None,
+        stats: PipelineStats | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._policy = policy
+        self.max_conversations = (
+            max_conversations
+            if max_conversations is not None
+            else env_int("OTEL_TRAJ_MAX_CONVERSATIONS", DEFAULT_MAX_CONVERSATIONS)
+        )
+        self.max_bytes = (
+            max_bytes
+            if max_bytes is not None
+            else env_int("OTEL_TRAJ_CONVERSATION_MAX_BYTES", DEFAULT_MAX_BYTES)
+        )
+        if self.max_conversations < 1 or self.max_bytes < 1:
+            raise ValueError(
+                f"max_conversations={self.max_conversations}, max_bytes={self.max_bytes}: must be >= 1"
+            )
+        self.stats = stats if stats is not None else PipelineStats()
+        self._clock = clock
+        self._open: OrderedDict[str, _Open] = OrderedDict()
+        self._evicted: list[list[TraceSummary]] = []
+        self._bytes = 0
+        # The shortest idle_s seen: entries are in order of last activity, so a scan for idle ones
+        # stops at the first entry more recent than that.
+        self._min_idle = float("inf")
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def observe(self, verdict: Verdict) -> None:
+        """A graded trace: kept when its agent's policy has a ``conversation`` section."""
+        policy = self._policy()
+        if policy is None or not verdict.trajectory.conversation_id:
+            return
+        rules = policy.resolve(verdict.trajectory)
+        if rules.conversation is None:
+            return
+        summary = summarize(verdict, rules)
+        if summary is not None:
+            self._add(summary, rules.conversation.idle_s)
+
+    def add(self, summary: TraceSummary) -> bool:
+        """A summary of a trace graded elsewhere; False when its agent's policy has no conversation."""
+        policy = self._policy()
+        rules = agent_policy(policy, summary).conversation if policy is not None else None
+        if rules is None:
+            return False
+        self._add(summary, rules.idle_s)
+        return True
+
+    def _add(self, summary: TraceSummary, idle_s: float) -> None:
+        now = self._clock()
+        size = summary.size_bytes
+        with self._lock:
+            entry = self._open.get(summary.conversation_id)
+            if entry is None:
+                entry = self._open[summary.conversation_id] = _Open(idle_s=idle_s, last=now)
+                self._min_idle = min(self._min_idle, idle_s)
+            previous = entry.traces.get(summary.trace_id)
+            if previous is not None:
+                # Graded again (sent twice): the newer verdict replaces it.
+                entry.size -= previous.size_bytes
+                self._bytes -= previous.size_bytes
+            entry.traces[summary.trace_id] = summary
+            entry.size += size
+            self._bytes += size
+            entry.last = now
+            self._open.move_to_end(summary.conversation_id)
+            while len(self._open) > self.max_conversations or (self._bytes > self.max_bytes and self._open):
+                _, oldest = self._open.popitem(last=False)
+                self._bytes -= oldest.size
+                self._evicted.append(list(oldest.traces.values()))
+                self.stats.count_dropped(DROPPED)
+
+    def ready(self, flush: bool = False) -> list[ConversationVerdict]:
+        """Verdicts of the conversations idle now (every one with ``flush``) and of those evicted."""
+        now = self._clock()
+        done: list[tuple[list[TraceSummary], bool]] = []
+        with self._lock:
+            evicted, self._evicted = self._evicted, []
+            done.extend((traces, False) for traces in evicted)
+            idle: list[str] = []
+            for key, entry in self._open.items():
+                if flush or now - entry.last >= entry.idle_s:
+                    idle.append(key)
+                elif now - entry.last < self._min_idle:
+                    break
+            for key in idle:
+                entry = self._open.pop(key)
+                self._bytes -= entry.size
+                done.append((list(entry.traces.values()), True))
+        policy = self._policy()
+        if policy is None:
+            return []
+        verdicts = (grade_with_policy(policy, traces, complete=complete) for traces, complete in done)
+        return [v for v in verdicts if v is not None]

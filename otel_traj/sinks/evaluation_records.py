@@ -1,0 +1,148 @@
+"""Verdicts as ``gen_ai.evaluation.result`` events (pure: no I/O): one record per check and one for
+the outcome, each parented to the span it evaluates.
+
+GenAI semantic conventions v1.41.0 (event ``gen_ai.evaluation.result``, development): attributes
+``gen_ai.evaluation.name`` (required), ``gen_ai.evaluation.score.value``,
+``gen_ai.evaluation.score.label`` and ``gen_ai.evaluation.explanation``; the event SHOULD be parented
+to the GenAI operation span being evaluated. A failed check is parented to its first offending step
+(the tool call's span), everything else to the agent span of the run (its root span when no agent
+span was recorded); a conversation's results to the offending step's trace, else the last trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from otel_traj.redact import TraceRedaction
+from otel_traj.verdict import CheckResult, Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.conversations import ConversationVerdict, TraceSummary
+
+EVENT_NAME = "gen_ai.evaluation.result"
+EVALUATION_NAME = "gen_ai.evaluation.name"
+SCORE_VALUE = "gen_ai.evaluation.score.value"
+SCORE_LABEL = "gen_ai.evaluation.score.label"
+EXPLANATION = "gen_ai.evaluation.explanation"
+CONVERSATION_ID = "gen_ai.conversation.id"
+AGENT_NAME = "gen_ai.agent.name"
+# Ours, beside the convention's: what was evaluated, how severe a failure is, the offending steps,
+# the policy version, and (on a run's outcome in a conversation) the run's summary for the replica
+# that grades the conversation.
+TARGET = "otel_traj.evaluation.target"
+SEVERITY = "otel_traj.check.severity"
+STEPS = "otel_traj.check.steps"
+POLICY_VERSION = "otel_traj.policy.version"
+SUMMARY = "otel_traj.trace.summary"
+PREFIX = "otel_traj."
+OUTCOME = PREFIX + "outcome"
+
+AttributeValue = str | float | int | bool | Sequence[str]
+
+
+@dataclass(slots=True, frozen=True)
+class EvaluationRecord:
+    """One event: the evaluated span (trace and span id) and the event's attributes."""
+
+    trace_id: int
+    span_id: int
+    timestamp_ns: int
+    attributes: dict[str, AttributeValue]
+
+
+def _span(step: str | None) -> int | None:
+    if step is None or len(step) != 16:
+        return None
+    try:
+        return int(step, 16)
+    except ValueError:
+        return None
+
+
+def _check_attributes(check: CheckResult, redaction: TraceRedaction | None) -> dict[str, AttributeValue]:
+    attributes: dict[str, AttributeValue] = {
+        EVALUATION_NAME: PREFIX + check.name,
+        SCORE_LABEL: check.status,
+        EXPLANATION: redaction.text(check.reason) if redaction is not None else check.reason,
+        SEVERITY: check.severity,
+    }
+    if check.status != "skipped":
+        # Partial credit where the check gives it; else 1 for a pass and 0 for a failure.
+        attributes[SCORE_VALUE] = check.score if check.score is not None else float(check.status == "pass")
+    if check.steps:
+        attributes[STEPS] = list(check.steps)
+    return attributes
+
+
+def _common(
+    target: str, agent: str, conversation_id: str | None, policy_version: str | None
+) -> dict[str, AttributeValue]:
+    common: dict[str, AttributeValue] = {TARGET: target, AGENT_NAME: agent}
+    if conversation_id:
+        common[CONVERSATION_ID] = conversation_id
+    if policy_version:
+        common[POLICY_VERSION] = policy_version
+    return common
+
+
+def trajectory_records(
+    verdict: Verdict, redaction: TraceRedaction | None = None, summary: TraceSummary | None = None
+) -> list[EvaluationRecord]:
+    traj = verdict.trajectory
+    agent_span = traj.agent_runs[0].span_id if traj.agent_runs else traj.root_span_id
+    home = agent_span or 0
+    common = _common("trajectory", traj.agent_label, traj.conversation_id, verdict.policy_version)
+    when = verdict.graded_at_ns
+    records: list[EvaluationRecord] = []
+    for check in verdict.checks:
+        span = _span(check.steps[0]) if check.failed and check.steps else None
+        attributes = {**_check_attributes(check, redaction), **common}
+        records.append(EvaluationRecord(traj.trace_id, span if span is not None else home, when, attributes))
+    outcome: dict[str, AttributeValue] = {
+        EVALUATION_NAME: OUTCOME,
+        SCORE_VALUE: round(verdict.score, 4),
+        SCORE_LABEL: verdict.outcome,
+        EXPLANATION: _outcome_explanation(verdict.checks, verdict.outcome, redaction),
+        **common,
+    }
+    if summary is not None:
+        outcome[SUMMARY] = json.dumps(summary.to_dict(), separators=(",", ":"), ensure_ascii=False)
+    records.append(EvaluationRecord(traj.trace_id, home, when, outcome))
+    return records
+
+
+def conversation_records(
+    verdict: ConversationVerdict, redaction: TraceRedaction | None = None
+) -> list[EvaluationRecord]:
+    last = verdict.traces[-1]
+    common = _common("conversation", verdict.agent, verdict.conversation_id, verdict.policy_version)
+    when = verdict.graded_at_ns
+    records: list[EvaluationRecord] = []
+    for check in verdict.checks:
+        trace, span = last, _span(last.parent_span)
+        if check.failed and check.steps:
+            offending = verdict.trace_of(check.steps[0])
+            if offending is not None:
+                trace, span = offending, _span(check.steps[0])
+        attributes = {**_check_attributes(check, redaction), **common}
+        records.append(EvaluationRecord(int(trace.trace_id, 16), span or 0, when, attributes))
+    outcome: dict[str, AttributeValue] = {
+        EVALUATION_NAME: OUTCOME,
+        SCORE_VALUE: round(verdict.score, 4),
+        SCORE_LABEL: verdict.outcome,
+        EXPLANATION: _outcome_explanation(verdict.checks, verdict.outcome, redaction),
+        **common,
+    }
+    records.append(EvaluationRecord(int(last.trace_id, 16), _span(last.parent_span) or 0, when, outcome))
+    return records
+
+
+def _outcome_explanation(
+    checks: Sequence[CheckResult], outcome: str, redaction: TraceRedaction | None
+) -> str:
+    failed = [f"{c.name}: {c.reason}" for c in checks if c.failed]
+    text = "; ".join(failed) if failed else f"{outcome}: no check failed"
+    return redaction.text(text) if redaction is not None else text

@@ -1,0 +1,55 @@
+"""Runs of the real trace fixtures as the deeper checks' tests use them: loaded once per test, with
+the tools named as the scripted scenario names them (Semantic Kernel's ``support-`` prefix removed),
+so one policy applies to every framework and a test may change a call's result or arguments."""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from otel_traj.adapters import read_trace_file
+from otel_traj.offline import trajectories_from_views
+from otel_traj.policy import AgentPolicy, parse_policy
+from otel_traj.steps import ToolCall
+from otel_traj.trajectory import Trajectory
+from tests.real_frameworks import FRAMEWORKS
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+# Frameworks whose tool spans record results (the others show them only to the next model call).
+WITH_RESULTS = sorted(
+    name for name, recorded in FRAMEWORKS.items() if recorded.span_results and recorded.tool
+)
+WITHOUT_RESULTS = sorted(set(FRAMEWORKS) - set(WITH_RESULTS))
+# Frameworks whose tool calls are joined to the model turn that requested them.
+WITH_TURNS = sorted(name for name, recorded in FRAMEWORKS.items() if recorded.responses)
+
+
+@cache
+def _load(framework: str, scenario: str) -> Trajectory:
+    [trajectory] = trajectories_from_views(read_trace_file(REAL / framework / f"{scenario}.otlp.pb").views)
+    return trajectory
+
+
+def real_run(framework: str, scenario: str = "clean") -> Trajectory:
+    """A fresh copy of the fixture's trajectory, its tool calls copied too (tests change them)."""
+    loaded = _load(framework, scenario)
+    prefix = FRAMEWORKS[framework].tool_prefix
+
+    def own(call: ToolCall) -> ToolCall:
+        arguments = dict(call.arguments) if call.arguments is not None else None
+        return dataclasses.replace(call, name=call.name.removeprefix(prefix), arguments=arguments)
+
+    copy = dataclasses.replace(loaded, tool_calls=[own(c) for c in loaded.tool_calls])
+    copy.model_calls = list(loaded.model_calls)
+    return copy
+
+
+def the_call(traj: Trajectory, name: str, index: int = 0) -> ToolCall:
+    """The ``index``-th call of tool ``name``."""
+    return [c for c in traj.tool_calls if c.name == name][index]
+
+
+def agent_policy(section: dict[str, Any]) -> AgentPolicy:
+    return parse_policy({"defaults": section}, "<test policy>").defaults
