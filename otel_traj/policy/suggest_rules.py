@@ -117,17 +117,19 @@ def _held(calls: Sequence[ToolCall], before: str, after: str) -> bool | None:
 
 
 def order_findings(runs: Sequence[Trajectory], min_support: int) -> list[OrderFinding]:
-    """ "A succeeded before the first B" for every pair that held in every run calling both where it
-    can be told, when at least ``min_support`` such runs exist."""
+    """ "A succeeded before the first B" for every pair that held in every run calling B where it can
+    be told, when at least ``min_support`` such runs exist. A run calling B without A breaks the
+    rule, as the order check would fail that run."""
+    tools = sorted({c.name for run in runs for c in run.tool_calls})
     support: Counter[tuple[str, str]] = Counter()
     broken: set[tuple[str, str]] = set()
     for run in runs:
-        names = sorted({c.name for c in run.tool_calls})
-        for before in names:
-            for after in names:
+        names = {c.name for c in run.tool_calls}
+        for after in sorted(names):
+            for before in tools:
                 if before == after or (before, after) in broken:
                     continue
-                held = _held(run.tool_calls, before, after)
+                held = _held(run.tool_calls, before, after) if before in names else False
                 if held is False:
                     broken.add((before, after))
                 elif held:

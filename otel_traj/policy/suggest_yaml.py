@@ -72,13 +72,13 @@ def _tools(agent: AgentSuggestion) -> list[str]:
 
 def _order(agent: AgentSuggestion, min_runs: int) -> list[str]:
     if not agent.order:
-        why = f"no pair held in every successful run calling both, in {min_runs} such runs at least"
+        why = f"no tool preceded another in every successful run calling it ({min_runs} runs at least)"
         return ["order: []" + _comment(why)]
     lines = ["order:"]
     for rule in agent.order:
         lines.append(
             f"{_INDENT}- {{before: {name(rule.before)}, after: {name(rule.after)}}}"
-            + _comment(f"held in all {rule.support} successful runs calling both")
+            + _comment(f"held in all {rule.support} successful runs calling {rule.after}")
         )
     return lines
 
@@ -146,7 +146,7 @@ def render_yaml(suggestion: Suggestion) -> str:
         f"# Suggested by `otel-traj policy suggest` from {suggestion.runs} runs. A run succeeded when it",
         "# ended with a final answer and no failed tool call. Budgets: ceil("
         f"{s.factor:g} x p{s.percentile}) of the successful runs;",
-        f"# order rules held in every successful run calling both tools ({s.min_runs} runs at least).",
+        f"# order rules held in every successful run calling the later tool ({s.min_runs} runs at least).",
         "# Review each rule before you enforce it.",
         "version: 1",
         "agents:",
