@@ -1,7 +1,7 @@
 """``otel-traj grade PATH...``: rebuild (and, with a policy, grade) trajectories from trace files.
 
-Exit codes, for CI: 0 when every trajectory is ``pass``, ``pass_with_warnings`` or ``incomplete``;
-1 when any is ``unsafe`` or ``fail``; 2 when an input is unreadable, when the inputs hold no
+Exit codes, for CI: 0 when every trajectory and conversation is ``pass``, ``pass_with_warnings`` or
+``incomplete``; 1 when any is ``unsafe`` or ``fail``; 2 when an input is unreadable, when the inputs hold no
 trajectory at all (an empty directory, only other JSON, spans without GenAI ones), or when the policy
 or case file is invalid. With ``--cases`` each run is also graded against its golden case; pass@k
 and pass^k per case go to stderr. ``-v`` lists on stderr each file read and each skipped, and why.
@@ -63,6 +63,12 @@ def register(subparsers: Any) -> None:
         help="also write the scores onto the traces in Langfuse (LANGFUSE_PUBLIC_KEY, "
         "LANGFUSE_SECRET_KEY, LANGFUSE_BASE_URL); delivery is summarised on stderr",
     )
+    parser.add_argument(
+        "--emit-otel",
+        metavar="URL",
+        help="also export gen_ai.evaluation.result events over OTLP/HTTP to URL/v1/logs (URL: an "
+        "OTLP/HTTP base URL such as http://127.0.0.1:4318); delivery is summarised on stderr",
+    )
     parser.set_defaults(run=run)
 
 
@@ -104,12 +110,17 @@ def run(args: argparse.Namespace) -> int:
         print(_nothing_to_grade(args.paths, skipped, listed=args.verbose), file=sys.stderr)
         return EXIT_INPUT
     verdicts = [grade(t) for t in track(trajectories, "grading")]
+    conversations = None
+    if policy is not None:
+        from otel_traj.conversations import conversation_verdicts
+
+        conversations = conversation_verdicts(verdicts, policy)
     if cases is not None:
         from otel_traj.cases import apply_cases, summary_lines
 
         verdicts, case_report = apply_cases(verdicts, cases, args.match_on)
         print("\n".join(summary_lines(case_report)), file=sys.stderr)
-    report = render(args.format, verdicts)
+    report = render(args.format, verdicts, conversations)
     if args.out:
         try:
             Path(args.out).write_text(report, encoding="utf-8")
@@ -136,7 +147,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"otel-traj: --langfuse: {exc}", file=sys.stderr)
             return EXIT_INPUT
         print(f"otel-traj: langfuse: {delivery.summary()}", file=sys.stderr)
-    return EXIT_FAILED if any(v.outcome in ("unsafe", "fail") for v in verdicts) else EXIT_OK
+    if args.emit_otel:
+        from otel_traj.cli.emit import emit_events
+
+        print(
+            f"otel-traj: events: {emit_events(args.emit_otel, verdicts, conversations, policy)}",
+            file=sys.stderr,
+        )
+    outcomes = [v.outcome for v in verdicts] + [c.outcome for c in conversations or ()]
+    return EXIT_FAILED if any(o in ("unsafe", "fail") for o in outcomes) else EXIT_OK
 
 
 def _without_trajectory(inputs: TraceInputs, trajectories: list[Trajectory]) -> list[SkippedFile]:

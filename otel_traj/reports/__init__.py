@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from otel_traj.reports.json import render_json
 from otel_traj.reports.junit import render_junit
@@ -10,7 +11,17 @@ from otel_traj.reports.markdown import render_markdown
 from otel_traj.reports.table import render_table
 from otel_traj.verdict import Verdict
 
-Renderer = Callable[[Sequence[Verdict]], str]
+if TYPE_CHECKING:
+    from otel_traj.conversations import ConversationVerdict
+
+
+class Renderer(Protocol):
+    """A report of trajectory verdicts and, when given, conversation verdicts."""
+
+    def __call__(
+        self, verdicts: Sequence[Verdict], conversations: Sequence[ConversationVerdict] | None = None
+    ) -> str: ...
+
 
 RENDERERS: dict[str, Renderer] = {
     "table": render_table,
@@ -20,12 +31,14 @@ RENDERERS: dict[str, Renderer] = {
 }
 
 
-def render(fmt: str, verdicts: Sequence[Verdict]) -> str:
+def render(
+    fmt: str, verdicts: Sequence[Verdict], conversations: Sequence[ConversationVerdict] | None = None
+) -> str:
     try:
         renderer = RENDERERS[fmt]
     except KeyError:
         raise ValueError(f"unknown report format {fmt!r}; choose from {', '.join(RENDERERS)}") from None
-    return renderer(verdicts)
+    return renderer(verdicts, conversations)
 
 
 __all__ = ["RENDERERS", "render", "render_json", "render_junit", "render_markdown", "render_table"]

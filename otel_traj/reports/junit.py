@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from otel_traj.verdict import Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.conversations import ConversationVerdict
 
 # Characters XML 1.0 cannot carry even escaped; a tool result may contain them.
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -20,7 +24,11 @@ def by_agent(verdict: Verdict) -> str:
     return verdict.trajectory.agent_label
 
 
-def render_junit(verdicts: Sequence[Verdict], group: Callable[[Verdict], str] = by_agent) -> str:
+def render_junit(
+    verdicts: Sequence[Verdict],
+    conversations: Sequence[ConversationVerdict] | None = None,
+    group: Callable[[Verdict], str] = by_agent,
+) -> str:
     suites: dict[str, list[Verdict]] = {}
     for verdict in verdicts:
         suites.setdefault(group(verdict), []).append(verdict)
@@ -52,6 +60,11 @@ def render_junit(verdicts: Sequence[Verdict], group: Callable[[Verdict], str] = 
                 )
         for key, value in counts.items():
             suite.set(key, str(value))
+            totals[key] += value
+    if conversations:
+        from otel_traj.reports.conversations import junit_suite
+
+        for key, value in junit_suite(root, conversations, _clean).items():
             totals[key] += value
     for key, value in totals.items():
         root.set(key, str(value))

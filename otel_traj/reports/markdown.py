@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from otel_traj.reports.summary import outcome_counts
 from otel_traj.verdict import Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.conversations import ConversationVerdict
 
 _STATUS = {"pass": "✅ pass", "fail": "❌ fail", "skipped": "⏭️ skipped"}
 
@@ -18,7 +22,9 @@ def cell(text: str) -> str:
     return text
 
 
-def render_markdown(verdicts: Sequence[Verdict]) -> str:
+def render_markdown(
+    verdicts: Sequence[Verdict], conversations: Sequence[ConversationVerdict] | None = None
+) -> str:
     lines = [
         "## Trajectory grades",
         "",
@@ -42,4 +48,8 @@ def render_markdown(verdicts: Sequence[Verdict]) -> str:
             lines.append("| " + " | ".join(row) + " |")
     if verdicts and (version := verdicts[0].policy_version):
         lines += ["", f"Policy version `{version}`."]
+    if conversations:
+        from otel_traj.reports.conversations import markdown_lines
+
+        lines += markdown_lines(conversations, cell)
     return "\n".join(lines) + "\n"

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from otel_traj.reports.summary import outcome_counts
 from otel_traj.verdict import Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.conversations import ConversationVerdict
 
 _HEADER = ("TRACE", "AGENT", "OUTCOME", "SCORE", "TURNS", "TOKENS IN/OUT", "CHECKS")
 
@@ -34,7 +38,9 @@ def _path(verdict: Verdict) -> str:
     return path or "(no tool calls)"
 
 
-def render_table(verdicts: Sequence[Verdict]) -> str:
+def render_table(
+    verdicts: Sequence[Verdict], conversations: Sequence[ConversationVerdict] | None = None
+) -> str:
     rows = [_HEADER, *(_row(v) for v in verdicts)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
     lines: list[str] = []
@@ -50,3 +56,7 @@ def render_table(verdicts: Sequence[Verdict]) -> str:
                 lines.append(f"    {check.severity:<8} {check.name}: {check.reason}{steps}")
     lines.append(outcome_counts(verdicts))
     return "\n".join(lines) + "\n"
+    if conversations:
+        from otel_traj.reports.conversations import table_lines
+
+        lines += ["", *table_lines(conversations)]
