@@ -55,8 +55,8 @@ def render_table(
                 steps = f" [{', '.join(check.steps)}]" if check.steps else ""
                 lines.append(f"    {check.severity:<8} {check.name}: {check.reason}{steps}")
     lines.append(outcome_counts(verdicts))
-    return "\n".join(lines) + "\n"
     if conversations:
         from otel_traj.reports.conversations import table_lines
 
         lines += ["", *table_lines(conversations)]
+    return "\n".join(lines) + "\n"
