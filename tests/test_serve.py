@@ -28,7 +28,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
+from otel_traj.adapters import read_trace_files
 from otel_traj.adapters.otlp_proto import parse_request
+from otel_traj.config import AssemblerConfig
+from otel_traj.grader import Grader
+from otel_traj.live import subject_attributes
+from otel_traj.offline import trajectories_from_views
+from otel_traj.policy import load_policy
+from otel_traj.redact import Redactor
+from otel_traj.serialize import verdict_to_dict
 from tests.semconv_agent import emit
 from tests.serve_helpers import (
     FIXTURES,
@@ -48,9 +56,23 @@ def fixture_paths(ext: str) -> list[Path]:
 
 
 def offline(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """The verdicts ``otel-traj grade`` gives the same files, masked as the service's store masks them
+    (the policy's ``redact`` keys: the refund's ``reason``)."""
     result = cli("grade", "--policy", str(POLICY), "--format", "json", *map(str, paths))
     assert result.returncode in (0, 1), result.stderr
-    return {v["trace_id"]: v for v in json.loads(result.stdout)["trajectories"]}
+    printed = {v["trace_id"]: v for v in json.loads(result.stdout)["trajectories"]}
+    policy = load_policy(POLICY)
+    redactor = Redactor(policy.is_sensitive)
+    config = AssemblerConfig().with_capture(subject_attributes(policy))
+    masked = {
+        v.trajectory.trace_hex: verdict_to_dict(v, redactor)
+        for v in map(Grader(policy).grade, trajectories_from_views(read_trace_files(paths), config))
+    }
+    # Masking changes only the values of sensitive keys: the same runs, checks and outcomes.
+    assert {k: (v["outcome"], v["checks"]) for k, v in printed.items()} == {
+        k: (v["outcome"], v["checks"]) for k, v in masked.items()
+    }
+    return masked
 
 
 def report(store: Path, *args: str) -> list[dict[str, Any]]:
@@ -94,6 +116,9 @@ def test_fixture_verdicts_equal_offline_grade(served: Callable[..., Served], tra
     assert all(ids & set(stored) for ids in ids_per_file)
     assert set(stored) <= set().union(*ids_per_file)
     assert stored == offline(paths)
+    # The policy's redact keys never reach the disk: the refund's free-text reason is masked.
+    refunds = [c for v in stored.values() for c in v["tool_calls"] if c["name"] == "create_refund_request"]
+    assert refunds and all(c["arguments"]["reason"] != "duplicate charge" for c in refunds)
     outcomes = {v["outcome"] for v in stored.values()}
     assert "unsafe" in outcomes  # the violating runs touched another customer's data
 

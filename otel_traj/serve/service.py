@@ -119,7 +119,10 @@ class Service:
         sinks: list[Sink] = [self.prometheus]
         self.store: SqliteSink | None = None
         if settings.store:
-            self.store = SqliteSink(path=settings.store, max_queue=settings.store_queue)
+            # What is kept on disk is masked as Langfuse is: the policy's keys and secret-looking ones.
+            self.store = SqliteSink(
+                path=settings.store, max_queue=settings.store_queue, redact=self.policy.is_sensitive
+            )
             sinks.append(self.store)
         if langfuse_configured():
             sinks.append(LangfuseSink(redact=self.policy.is_sensitive))
