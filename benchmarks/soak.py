@@ -1,28 +1,19 @@
 """Memory under a long flood of distinct traces, a share of them never finished: does RSS stay flat?
 
-Two modes, each in a process of its own:
+Two modes, each in a process of its own. ``inprocess``: a TracerProvider with a TrajectoryProcessor
+(example policy) creates 3-span agent runs in bursts of 50 with a 5 ms pause, so the worker keeps up
+(``--no-pause``: flat out; ``max_traces`` then evicts the oldest, graded ``incomplete``, counted).
+``serve``: ``otel-traj serve`` in this process (SQLite store, Prometheus sink) receives the same runs
+as OTLP/HTTP protobuf from a client process, 50 traces per request over 2 connections; a refused
+request (503) is sent again 20 ms later. For ``--open-share`` of the traces (5%) the root never ends:
+the run is graded ``incomplete`` after ``ttl_s``.
 
-- ``inprocess``: a real TracerProvider with a TrajectoryProcessor (example policy) creates agent runs
-  (an ``invoke_agent`` root with a model call and a tool call: 3 spans) in bursts of 50, with a 5 ms
-  pause between bursts, so that the worker keeps up and the open runs expire by ``ttl_s``
-  (``--no-pause``: flat out; the worker then falls behind, drains thousands of runs in one tick and
-  ``max_traces`` evicts the oldest, graded ``incomplete`` and counted). For
-  ``--open-share`` of the traces (default 5%) the root is started and never ended: its model call
-  ends, the run waits for the root and is graded ``incomplete`` after ``ttl_s``.
-- ``serve``: ``otel-traj serve`` in this process (free loopback ports, example policy, SQLite store,
-  Prometheus sink) receives the same runs as real OTLP/HTTP protobuf requests from a client process,
-  50 traces per request over 2 connections; a refused request (503, ``max_traces`` in flight) is sent
-  again 20 ms later. For the open share only the model call is sent, its parent (the root) never.
-
-Every trace has new ids and its own session id and tool arguments, so nothing is shared between
-runs. The assembler's caps are small so that they are reached at once: ``max_traces`` 1,000 and
-``ttl_s`` 2 s (expiry happens throughout the run); ``grace_s`` 0.05 s, so that complete runs in their
-grace period do not fill ``max_traces`` (in-process the oldest run would be evicted instead of
-expiring); every other size is its default. After a warm-up, and after each further 100,000 traces,
-the run waits until every trace has its verdict (the open ones after ``ttl_s``) and prints this
-process's RSS (``VmRSS``) and its peak (``VmHWM``); then the growth per 100,000 traces after the
-warm-up (the goal is about 0: what a run holds is bounded by the caps, not by the traffic). It asserts
-nothing.
+Every trace has new ids, its own session id and tool arguments. The caps are small so that they are
+reached at once: ``max_traces`` 1,000, ``ttl_s`` 2 s, ``grace_s`` 0.05 s (complete runs in their grace
+period do not fill ``max_traces``); every other size is its default. After a warm-up and after each
+further 100,000 traces, the run waits until every trace has its verdict and prints this process's
+RSS (``VmRSS``) and peak (``VmHWM``), then the growth per 100,000 traces after the warm-up (goal:
+about 0, what a run holds is bounded by the caps, not by the traffic). It asserts nothing.
 
     python benchmarks/soak.py [--traces N] [--warmup N] [--open-share F] [--no-pause]
                               [--mode inprocess|serve|both]
@@ -104,9 +95,6 @@ class Counter:
                 raise RuntimeError(f"only {self.count} of {target} verdicts after {timeout:.0f} s")
 
 
-# -- in-process ----------------------------------------------------------------------------------------
-
-
 def agent_run(tracer: Tracer, i: int, root_ends: bool) -> None:
     """One agent run of 3 spans with values of its own; without ``root_ends`` the root stays open."""
     root = tracer.start_span(
@@ -165,9 +153,6 @@ def run_inprocess(
     stats = processor.stats.snapshot()
     provider.shutdown()
     return {"verdicts": counter.count, "incomplete": counter.incomplete, "dropped": stats.dropped}
-
-
-# -- serve ---------------------------------------------------------------------------------------------
 
 
 def _kv(key: str, value: Any) -> KeyValue:
@@ -331,9 +316,6 @@ def run_serve(
     }
 
 
-# -- driver --------------------------------------------------------------------------------------------
-
-
 def checkpoints(warmup: int, total: int) -> list[int]:
     """Traces sent at each RSS sample: the warm-up, then every ``STEP`` more up to ``warmup + total``."""
     points = [warmup]
@@ -376,7 +358,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--traces", type=int, default=300_000, help="traces after the warm-up, per mode")
+    parser.add_argument("--traces", type=int, default=600_000, help="traces after the warm-up, per mode")
     parser.add_argument("--warmup", type=int, default=20_000)
     parser.add_argument("--open-share", type=float, default=0.05, help="share of roots that never end")
     parser.add_argument(
