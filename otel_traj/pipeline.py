@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from otel_traj.assembler import Assembler, Finished, LiveBatch, SpanReader
 from otel_traj.builder import build_trajectory
@@ -24,6 +24,9 @@ from otel_traj.steps import ModelCall, ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
 from otel_traj.versions import versions_of
+
+if TYPE_CHECKING:
+    from otel_traj.conversations import Conversations, ConversationVerdict
 
 logger = logging.getLogger("otel_traj")
 
@@ -66,15 +69,24 @@ class Pipeline:
         stats: PipelineStats | None = None,
         reader: SpanReader | None = None,
         live: LiveFactory | None = None,
+        conversations: Conversations | None = None,
         tick_s: float = 0.02,
         idle_tick_s: float = 0.25,
     ) -> None:
-        """``reader``: in-process, how the worker reads the spans the hooks queue (see ``Assembler``)."""
+        """``reader``: in-process, how the worker reads the spans the hooks queue (see ``Assembler``).
+        ``conversations``: where graded traces of conversations are held until the conversation is
+        graded; its verdicts go to every sink's ``export_conversation`` and to the callbacks added
+        with ``add_conversation_callback``."""
         self.stats = stats or PipelineStats()
         self.assembler = Assembler(config=config, stats=self.stats, reader=reader)
         self._grade = grade or ungraded
         self._grade_all = grade_all
         self._live = live
+        self.conversations = conversations
+        if conversations is not None:
+            # Conversations the bounds make leave early are this pipeline's drops.
+            conversations.stats = self.stats
+        self._conversation_callbacks: list[Callable[[ConversationVerdict], None]] = []
         self._live_checkers: dict[int, LiveChecker | None] = {}
         self._agent_by_service: dict[str, str] = {}
         self.sinks = list(sinks)
@@ -137,6 +149,8 @@ class Pipeline:
                 if self._live is not None:
                     self._check_live()
                 self._finish(finished)
+                if self.conversations is not None:
+                    self._finish_conversations(self.conversations.ready(flush=flush))
                 return len(finished)
             except Exception:
                 self.stats.count_internal_error()
@@ -218,6 +232,13 @@ class Pipeline:
                 except Exception:
                     self.stats.count_sink_error(type(sink).__name__)
                     logger.exception("sink %s failed", type(sink).__name__)
+        if self.conversations is not None:
+            for verdict in verdicts:
+                try:
+                    self.conversations.observe(verdict)
+                except Exception:
+                    self.stats.count_internal_error()
+                    logger.exception("conversation of trace %032x failed", verdict.trajectory.trace_id)
         for verdict in verdicts:
             for callback in self._callbacks:
                 try:
@@ -225,6 +246,25 @@ class Pipeline:
                 except Exception:
                     self.stats.count_internal_error()
                     logger.exception("verdict callback failed")
+
+    def _finish_conversations(self, verdicts: list[ConversationVerdict]) -> None:
+        for sink in self.sinks:
+            for verdict in verdicts:
+                try:
+                    sink.export_conversation(verdict)
+                except Exception:
+                    self.stats.count_sink_error(type(sink).__name__)
+                    logger.exception("sink %s failed on a conversation", type(sink).__name__)
+        for verdict in verdicts:
+            for callback in self._conversation_callbacks:
+                try:
+                    callback(verdict)
+                except Exception:
+                    self.stats.count_internal_error()
+                    logger.exception("conversation callback failed")
+
+    def add_conversation_callback(self, callback: Callable[[ConversationVerdict], None]) -> None:
+        self._conversation_callbacks.append(callback)
 
     def _verdicts(self, trajectories: list[Trajectory]) -> list[Verdict]:
         """All at once where the grader can (check by check, faster); if that fails, one by one, so

@@ -9,7 +9,7 @@ do nothing and ``force_flush`` returns False; both honour their deadline.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,8 +30,19 @@ from otel_traj.stats import PipelineStats
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from otel_traj.conversations import Conversations, ConversationVerdict
+
 # Ended spans queued before the hooks wake the worker early (its tick may be tens of ms away).
 DRAIN_AT = 256
+
+
+def _conversations(policy: Policy | None) -> Conversations | None:
+    """Conversations are held only when some agent's policy grades them."""
+    if policy is None or all(p.conversation is None for p in (policy.defaults, *policy.agents.values())):
+        return None
+    from otel_traj.conversations import Conversations
+
+    return Conversations(lambda: policy)
 
 
 class TrajectoryProcessor(SpanProcessor):
@@ -47,6 +58,10 @@ class TrajectoryProcessor(SpanProcessor):
     sink got it. config: the assembler's limits (``OTEL_TRAJ_*`` defaults). registry: where the
     pipeline's health metrics (``otel_traj_spans_total``, ``otel_traj_dropped_total``, ...) are
     registered; by default the registry of every Prometheus sink among ``sinks``.
+    conversations: where traces of conversations wait for their conversation's verdict (bounded;
+    ``OTEL_TRAJ_MAX_CONVERSATIONS``, ``OTEL_TRAJ_CONVERSATION_MAX_BYTES``); by default one when the
+    policy has a ``conversation`` section. on_conversation: a callable receiving each
+    ``ConversationVerdict`` on the worker thread after every sink got it.
     """
 
     def __init__(
@@ -57,6 +72,8 @@ class TrajectoryProcessor(SpanProcessor):
         on_verdict: VerdictCallback | Iterable[VerdictCallback] = (),
         config: AssemblerConfig | None = None,
         registry: CollectorRegistry | None = None,
+        conversations: Conversations | None = None,
+        on_conversation: Callable[[ConversationVerdict], None] | None = None,
     ) -> None:
         if isinstance(policy, str | Path):
             policy = load_policy(policy)
@@ -79,7 +96,10 @@ class TrajectoryProcessor(SpanProcessor):
             stats=stats,
             reader=SpanReader(view=from_readable_span, trace_id=trace_id_of),
             live=live,
+            conversations=conversations or _conversations(policy),
         )
+        if on_conversation is not None:
+            self.pipeline.add_conversation_callback(on_conversation)
         self.stats = self.pipeline.stats
         # Read by both hooks on every span: a plain attribute of this object.
         self._shut_down = False
