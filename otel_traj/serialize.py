@@ -118,6 +118,7 @@ def verdict_to_dict(verdict: Verdict, redactor: Redactor | None = None) -> dict[
     redaction = redactor.scope(verdict.trajectory) if redactor is not None else None
     data = trajectory_to_dict(verdict.trajectory, redaction)
     data["outcome"] = verdict.outcome
+    data["stage"] = verdict.stage
     data["score"] = round(verdict.score, 4)
     data["policy_version"] = verdict.policy_version
     data["versions"] = verdict.versions.to_dict()

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from otel_traj.stages import Stage, failure_stage
 from otel_traj.trajectory import Trajectory
 from otel_traj.versions import Versions
 
@@ -47,3 +48,8 @@ class Verdict:
     @property
     def failed_checks(self) -> list[CheckResult]:
         return [c for c in self.checks if c.failed]
+
+    @property
+    def stage(self) -> Stage | None:
+        """The earliest broken link of a failing run (``otel_traj.stages``); ``None`` when nothing broke."""
+        return failure_stage(self.checks, self.trajectory)

@@ -24,8 +24,11 @@ def verdicts() -> list[Verdict]:
 def test_table_lists_outcomes_paths_and_failed_checks() -> None:
     text = render("table", verdicts())
     lines = text.splitlines()
-    assert lines[0].split()[:4] == ["TRACE", "AGENT", "OUTCOME", "SCORE"]
-    assert "00000000000000000000000000000abc  support_agent  pass" in text
+    assert lines[0].split()[:5] == ["TRACE", "AGENT", "OUTCOME", "STAGE", "SCORE"]
+    assert lines[1].split()[2:5] == ["pass", "-", "1.00"]
+    assert lines[1].startswith("00000000000000000000000000000abc  support_agent  pass")
+    row = next(line for line in lines if line.startswith("00000000000000000000000000000def"))
+    assert row.split()[2:4] == ["unsafe", "parameters"]
     assert "get_subscription -> get_subscription -> list_invoices -> list_invoices" in text
     assert "    critical scope: list_invoices used customer_id=C028, subject is C023 [s3]" in lines
     assert lines[-1] == "2 trajectories: 1 unsafe, 1 pass"

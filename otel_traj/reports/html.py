@@ -275,6 +275,11 @@ def _step_table(steps: Sequence[_Step], t0: int, flags: Mapping[str, Any]) -> st
     return f"<details><summary>Steps ({len(steps)})</summary><table>{head}{''.join(rows)}</table></details>"
 
 
+def _stage(v: Mapping[str, Any]) -> str:
+    stage = v.get("stage")
+    return f"<span class=sub>broke at {escape(str(stage).replace('_', ' '))}</span>" if stage else ""
+
+
 def _trajectory(v: Mapping[str, Any], index: int) -> str:
     outcome = str(v.get("outcome") or "incomplete")
     steps = _steps(v)
@@ -308,7 +313,7 @@ def _trajectory(v: Mapping[str, Any], index: int) -> str:
         f'style="--c:var(--{escape(outcome)},var(--ink))"><header>'
         f"<h2>{escape(str(v.get('agent') or 'unknown'))}</h2>"
         f'<span class="badge">{escape(OUTCOME_LABELS.get(outcome, outcome))}</span>'
-        f"<span class=sub>score {float(v.get('score') or 0):.2f}</span></header>"
+        f"<span class=sub>score {float(v.get('score') or 0):.2f}</span>{_stage(v)}</header>"
         f'<div class="meta">{meta_html}</div>'
         f"{f'<div class=quotes>{quotes}</div>' if quotes else ''}"
         f"{_timeline(v, steps, flags)}{_checks(v, numbers)}{_step_table(steps, t0, flags)}</section>"

@@ -11,7 +11,7 @@ from otel_traj.verdict import Verdict
 if TYPE_CHECKING:
     from otel_traj.conversations import ConversationVerdict
 
-_HEADER = ("TRACE", "AGENT", "OUTCOME", "SCORE", "TURNS", "TOKENS IN/OUT", "CHECKS")
+_HEADER = ("TRACE", "AGENT", "OUTCOME", "STAGE", "SCORE", "TURNS", "TOKENS IN/OUT", "CHECKS")
 
 
 def _row(verdict: Verdict) -> tuple[str, ...]:
@@ -24,6 +24,7 @@ def _row(verdict: Verdict) -> tuple[str, ...]:
         t.trace_hex,
         t.agent_label,
         verdict.outcome,
+        verdict.stage or "-",
         f"{verdict.score:.2f}",
         str(t.model_turns),
         f"{t.tokens.input}/{t.tokens.output}",
