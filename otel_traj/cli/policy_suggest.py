@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             scope = Scope.model_validate({"subject": subject})
         except ValidationError as exc:
-            return _fail(f"--subject-pattern {args.subject_pattern!r}: {exc.errors()[0]['msg']}")
+            problem = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            return _fail(f"--subject-pattern {args.subject_pattern!r}: {problem}")
     try:
         settings = SuggestSettings(args.percentile, args.factor, args.min_runs, args.min_support, scope)
     except ValueError as exc:

@@ -161,8 +161,10 @@ def runs_from_store(
 
     try:
         conn = connect(path, readonly=True)
-    except (StoreError, OSError, sqlite3.Error) as exc:
+    except StoreError as exc:
         raise TrafficError(str(exc)) from None
+    except (OSError, sqlite3.Error) as exc:
+        raise TrafficError(f"{path}: {exc}") from None
     try:
         verdicts = list(read_verdicts(conn, Query(since_ns=since_ns, agent=agent)))
     except (sqlite3.Error, ValueError) as exc:
