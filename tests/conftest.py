@@ -16,6 +16,7 @@ OWN_THREADS = (
     "otel-traj-worker",
     "otel-traj-sqlite",
     "otel-traj-langfuse",
+    "otel-traj-otel-events",
     "otel-traj-http",
     "otel-traj-grpc",
 )

@@ -28,6 +28,7 @@ FLAGS = [
     "--max-traces=7",
     "--max-steps=9",
     "--store-queue=11",
+    "--emit-otel=http://collector:4318",
 ]
 
 
@@ -52,6 +53,7 @@ def test_every_flag_sets_its_field() -> None:
         max_request_bytes=2048,
         retry_after_s=2.5,
         store_queue=11,
+        emit_otel="http://collector:4318",
         assembler=AssemblerConfig(grace_s=0.25, ttl_s=30.0, max_traces=7, max_steps=9),
     )
 

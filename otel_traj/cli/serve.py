@@ -110,6 +110,12 @@ def register(subparsers: Any) -> None:
         help="verdicts waiting for the store writer (env OTEL_TRAJ_STORE_QUEUE, default 10000)",
     )
     parser.add_argument(
+        "--emit-otel",
+        metavar="URL",
+        help="export gen_ai.evaluation.result events over OTLP/HTTP to URL/v1/logs "
+        "(env OTEL_TRAJ_EMIT_OTEL, default none)",
+    )
+    parser.add_argument(
         "--log-level",
         default=(env_str("OTEL_TRAJ_LOG_LEVEL", "INFO") or "INFO").upper(),
         choices=LOG_LEVELS,

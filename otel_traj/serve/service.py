@@ -26,6 +26,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from uvicorn.config import create_ssl_context
 
+from otel_traj.conversations import Conversations
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import PolicyError
 from otel_traj.serve.connections import RequestLimit, idle_closing_protocol
@@ -39,6 +40,7 @@ from otel_traj.serve.settings import ServeSettings
 from otel_traj.serve.tls import ServedCertificate, TlsFiles, follow_in_handshakes, load_tls
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.langfuse import LangfuseSink
+from otel_traj.sinks.otel_events import EvaluationEventSink
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.sinks.prometheus_health import register_pipeline_health
 from otel_traj.sinks.store import SqliteSink
@@ -126,7 +128,16 @@ class Service:
             sinks.append(self.store)
         if langfuse_configured():
             sinks.append(LangfuseSink(redact=self.policy.is_sensitive))
+        if settings.emit_otel:
+            sinks.append(
+                EvaluationEventSink(
+                    endpoint=settings.emit_otel,
+                    redact=self.policy.is_sensitive,
+                    policy=lambda: self.policy.policy,
+                )
+            )
         sinks.extend(extra_sinks)
+        self.conversations = Conversations(lambda: self.policy.policy, stats=self.stats)
         config = self.policy.assembler_config(settings.assembler)
         self.pipeline = Pipeline(
             grade=self.policy.grade,
@@ -135,6 +146,7 @@ class Service:
             config=config,
             stats=self.stats,
             live=self.policy.live,
+            conversations=self.conversations,
         )
         self.ingest = Ingest(self.pipeline, settings.retry_after_s)
         registry: CollectorRegistry = self.prometheus.registry

@@ -24,7 +24,8 @@ class ServeSettings:
     on the command line is visible to every local user); give it or ``auth_token``, not both.
     ``idle_timeout_s``: how long an HTTP connection (either port) may stay open without sending a
     complete request head, when new or between keep-alive requests; it bounds the connections that
-    clients which never speak can hold.
+    clients which never speak can hold. ``emit_otel``: base URL of an OTLP/HTTP receiver the
+    ``gen_ai.evaluation.result`` events are exported to (``<emit_otel>/v1/logs``); unset, none.
     """
 
     host: str = field(default_factory=lambda: env_str("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
@@ -45,6 +46,7 @@ class ServeSettings:
     store_queue: int = field(default_factory=lambda: env_int("OTEL_TRAJ_STORE_QUEUE", 10_000))
     grpc_workers: int = field(default_factory=lambda: env_int("OTEL_TRAJ_GRPC_WORKERS", 8))
     idle_timeout_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_IDLE_TIMEOUT_S", 10.0))
+    emit_otel: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_EMIT_OTEL", None))
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
 
     def __post_init__(self) -> None:
