@@ -153,3 +153,13 @@ def test_a_store_that_is_not_sqlite_is_refused(tmp_path: Path, capsys: pytest.Ca
     code, _, err = _suggest(capsys, "--store", str(store))
     assert code == 2
     assert f"otel-traj: {store}: file is not a database" in err
+
+
+def test_the_documented_excerpt_is_what_the_command_writes(capsys: pytest.CaptureFixture[str]) -> None:
+    page = (ROOT / "docs" / "policy.md").read_text(encoding="utf-8")
+    section = page[page.index("## Start from your traffic") :]
+    excerpt = section[section.index("```yaml\n") + len("```yaml\n") :]
+    excerpt = excerpt[: excerpt.index("```")]
+    code, out, _ = _suggest(capsys, *REAL, *MIN_RUNS, *SUBJECT)
+    assert code == 0
+    assert out.startswith(excerpt)
