@@ -30,6 +30,7 @@ from otel_traj.checks import (
     check_budget,
     check_claims,
     check_grounded,
+    check_injection,
     check_order,
     check_postconditions,
     check_recovery,
@@ -42,7 +43,7 @@ from otel_traj.checks import (
 from otel_traj.checks.base import ArgsKey, args_keys, skipped
 from otel_traj.checks.custom import check_custom
 from otel_traj.cost import run_cost
-from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery
+from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery, Tools
 from otel_traj.stats import PipelineStats
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Outcome, Severity, Verdict
@@ -95,6 +96,12 @@ def plan_checks(policy: AgentPolicy, stats: PipelineStats | None = None) -> list
         checks.append(partial(check_budget, budget=policy.budget, severity=sev.budget))
     if policy.claims:
         checks.append(partial(check_claims, rules=policy.claims, severity=sev.claims))
+    if policy.injection is not None:
+        checks.append(
+            partial(
+                check_injection, injection=policy.injection, tools=tools or Tools(), severity=sev.injection
+            )
+        )
     for rule in policy.custom:
         checks.append(partial(check_custom, rule=rule, severity=rule.severity, stats=stats))
     return checks

@@ -7,6 +7,7 @@ from otel_traj.checks.arguments import check_arguments
 from otel_traj.checks.budget import check_budget
 from otel_traj.checks.claims import check_claims
 from otel_traj.checks.grounded import check_grounded
+from otel_traj.checks.injection import check_injection
 from otel_traj.checks.order import check_order
 from otel_traj.checks.postconditions import check_postconditions
 from otel_traj.checks.recovery import check_recovery
@@ -22,6 +23,7 @@ __all__ = [
     "check_budget",
     "check_claims",
     "check_grounded",
+    "check_injection",
     "check_order",
     "check_postconditions",
     "check_recovery",
