@@ -29,6 +29,7 @@ from otel_traj.checks import (
     check_arguments,
     check_budget,
     check_claims,
+    check_confirmation,
     check_grounded,
     check_injection,
     check_order,
@@ -96,6 +97,10 @@ def plan_checks(policy: AgentPolicy, stats: PipelineStats | None = None) -> list
         checks.append(partial(check_budget, budget=policy.budget, severity=sev.budget))
     if policy.claims:
         checks.append(partial(check_claims, rules=policy.claims, severity=sev.claims))
+    if policy.confirmation is not None and policy.confirmation.tools:
+        checks.append(
+            partial(check_confirmation, confirmation=policy.confirmation, severity=sev.confirmation)
+        )
     if policy.injection is not None:
         checks.append(
             partial(

@@ -33,7 +33,7 @@ def _load(framework: str, scenario: str) -> Trajectory:
 
 
 def real_run(framework: str, scenario: str = "clean") -> Trajectory:
-    """A fresh copy of the fixture's trajectory, its tool calls copied too (tests change them)."""
+    """A fresh copy of the fixture's trajectory, its tool and model calls copied too (tests change them)."""
     loaded = _load(framework, scenario)
     prefix = FRAMEWORKS[framework].tool_prefix
 
@@ -42,7 +42,7 @@ def real_run(framework: str, scenario: str = "clean") -> Trajectory:
         return dataclasses.replace(call, name=call.name.removeprefix(prefix), arguments=arguments)
 
     copy = dataclasses.replace(loaded, tool_calls=[own(c) for c in loaded.tool_calls])
-    copy.model_calls = list(loaded.model_calls)
+    copy.model_calls = [dataclasses.replace(m) for m in loaded.model_calls]
     return copy
 
 

@@ -6,6 +6,7 @@ No check does I/O or compiles anything; regexes and schemas were compiled when t
 from otel_traj.checks.arguments import check_arguments
 from otel_traj.checks.budget import check_budget
 from otel_traj.checks.claims import check_claims
+from otel_traj.checks.confirmation import check_confirmation
 from otel_traj.checks.grounded import check_grounded
 from otel_traj.checks.injection import check_injection
 from otel_traj.checks.order import check_order
@@ -22,6 +23,7 @@ __all__ = [
     "check_arguments",
     "check_budget",
     "check_claims",
+    "check_confirmation",
     "check_grounded",
     "check_injection",
     "check_order",
