@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 import yaml
 
+from otel_traj.cost import run_cost
 from otel_traj.grader import Grader
 from otel_traj.policy import Scope, parse_policy
 from otel_traj.policy.suggest import SuggestSettings, succeeded, suggest
@@ -206,3 +207,23 @@ def test_tool_names_that_yaml_would_misread_are_quoted() -> None:
     text = render_yaml(suggest(runs, SuggestSettings(min_runs=5)))
     assert '- "yes"' in text
     assert "yes" in parse_policy(yaml.safe_load(text)).agents["billing_agent"].tools.allow  # type: ignore[union-attr]
+
+
+def test_the_cost_budget_is_the_formula_in_millionths_of_a_dollar() -> None:
+    priced = [
+        replace(r, model_calls=[replace(m, model="gpt-4o-mini", provider="openai") for m in r.model_calls])
+        for r in traffic()
+    ]
+    good = [r for r in priced if succeeded(r)]
+    costs = [Fraction(run_cost(r).total_usd or 0) for r in good]
+    assert all(costs)
+    text = render_yaml(suggest(priced))
+    expected = Fraction(math.ceil(Fraction(3, 2) * percentile(costs, 90) * 10**6), 10**6)
+    budget = _agent(text)["budget"]
+    assert isinstance(budget, dict)
+    assert budget["max_cost_usd"] == float(expected)
+    grader = Grader(parse_policy(yaml.safe_load(text)))
+    budgets = [c for r in good for c in grader.grade(r).checks if c.name == "budget"]
+    assert budgets and all(c.status == "pass" and "cost $" in c.reason for c in budgets)
+    # Unpriced runs (no model name) get no cost limit.
+    assert "max_cost_usd" not in render_yaml(suggest(traffic()))

@@ -5,9 +5,10 @@ A run *succeeded* when it ended with a final answer and no failed tool call. Eac
 ``ceil(factor x percentile)`` of its measure over the successful runs, raised to the largest
 successful run when that is higher, so grading the runs a policy was derived from never fails a
 successful one on its budget. The measures are the budget check's own: tool calls, model turns,
-total tokens (runs that recorded usage) and duration (runs that recorded an end), rounded as it
-rounds them. Percentiles interpolate linearly between the closest ranks (``statistics.quantiles``,
-inclusive), in exact arithmetic, so the same runs always give the same numbers.
+total tokens (runs that recorded usage), duration (runs that recorded an end), rounded as it
+rounds them, and cost (runs whose every model call has a price), rounded up to a millionth of a
+dollar instead of a whole one. Percentiles interpolate linearly between the closest ranks
+(``statistics.quantiles``, inclusive), in exact arithmetic, so the same runs give the same numbers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from otel_traj.cost import run_cost
 from otel_traj.policy.models import Scope
 from otel_traj.policy.suggest_rules import (
     OrderFinding,
@@ -70,17 +72,26 @@ def _usage_known(run: Trajectory) -> bool:
     return not run.model_calls or any(m.has_usage for m in run.model_calls) or run.tokens.total > 0
 
 
-# Budget field, what it measures (as the budget check measures it), whether a run recorded it.
-Measure = tuple[str, Callable[[Trajectory], float], Callable[[Trajectory], bool]]
+def _duration(run: Trajectory) -> Fraction | None:
+    seconds = round(run.duration_s, 3)
+    # str() first: a duration rounded to milliseconds is that decimal, not its binary float.
+    return Fraction(str(seconds)) if run.end_ns > 0 and seconds > 0 else None
+
+
+def _cost(run: Trajectory) -> Fraction | None:
+    total = run_cost(run).total_usd
+    return None if total is None else Fraction(total)
+
+
+# Budget field, the run's measure as the budget check takes it (``None``: not recorded), and the
+# unit its limit is rounded up to (a millionth of a dollar: runs cost fractions of a cent).
+Measure = tuple[str, Callable[[Trajectory], Fraction | None], Fraction]
 MEASURES: tuple[Measure, ...] = (
-    ("max_tool_calls", lambda r: len(r.tool_calls), lambda r: True),
-    ("max_model_turns", lambda r: r.model_turns, lambda r: True),
-    ("max_total_tokens", lambda r: r.tokens.total, _usage_known),
-    (
-        "max_duration_s",
-        lambda r: round(r.duration_s, 3),
-        lambda r: r.end_ns > 0 and round(r.duration_s, 3) > 0,
-    ),
+    ("max_tool_calls", lambda r: Fraction(len(r.tool_calls)), Fraction(1)),
+    ("max_model_turns", lambda r: Fraction(r.model_turns), Fraction(1)),
+    ("max_total_tokens", lambda r: Fraction(r.tokens.total) if _usage_known(r) else None, Fraction(1)),
+    ("max_duration_s", _duration, Fraction(1)),
+    ("max_cost_usd", _cost, Fraction(1, 10**6)),
 )
 
 
@@ -95,8 +106,8 @@ def percentile(values: Sequence[Fraction], p: int) -> Fraction:
 @dataclass(frozen=True, slots=True)
 class BudgetFinding:
     field: str
-    limit: int
-    formula: int  # ceil(factor x percentile); ``limit`` is higher when a successful run was
+    limit: Fraction
+    formula: Fraction  # ceil(factor x percentile); ``limit`` is higher when a successful run was
     runs: int
     p50: Fraction
     p90: Fraction
@@ -104,21 +115,24 @@ class BudgetFinding:
     largest: Fraction
 
 
+def _ceil(value: Fraction, unit: Fraction) -> Fraction:
+    return math.ceil(value / unit) * unit
+
+
 def budget_findings(runs: Sequence[Trajectory], settings: SuggestSettings) -> list[BudgetFinding]:
     factor = Fraction(str(settings.factor))
     findings = []
-    for name, measure, recorded in MEASURES:
-        # str() first: a duration rounded to milliseconds is that decimal, not its binary float.
-        values = [Fraction(str(measure(r))) for r in runs if recorded(r)]
+    for name, measure, unit in MEASURES:
+        values = [v for v in map(measure, runs) if v is not None]
         if not values:
             continue
         chosen = percentile(values, settings.percentile)
-        formula = math.ceil(factor * chosen)
+        formula = _ceil(factor * chosen, unit)
         largest = max(values)
         findings.append(
             BudgetFinding(
                 field=name,
-                limit=max(formula, math.ceil(largest)),
+                limit=max(formula, _ceil(largest, unit)),
                 formula=formula,
                 runs=len(values),
                 p50=percentile(values, 50),

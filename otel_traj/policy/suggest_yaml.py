@@ -26,10 +26,13 @@ def name(text: str) -> str:
 
 
 def number(value: Fraction | int) -> str:
+    """An integer as it is; a limit in millionths (a cost) as its exact decimal; else 6 digits."""
     value = Fraction(value)
     if value.denominator == 1:
         return str(value.numerator)
-    return f"{float(value):.3f}".rstrip("0").rstrip(".")
+    if 10**6 % value.denominator == 0:
+        return f"{value.numerator * 10**6 // value.denominator / 10**6:.6f}".rstrip("0")
+    return f"{float(value):.6g}"
 
 
 def _comment(text: str) -> str:
@@ -42,8 +45,9 @@ def _budget_line(finding: BudgetFinding, factor: float, p: int) -> str:
         f"p50 {number(finding.p50)}, p90 {number(finding.p90)}"
     )
     if finding.limit > finding.formula:
-        why += f"; raised from {finding.formula} to the largest successful run, {number(finding.largest)}"
-    return f"{finding.field}: {finding.limit}" + _comment(why)
+        largest = number(finding.largest)
+        why += f"; raised from {number(finding.formula)} to the largest successful run, {largest}"
+    return f"{finding.field}: {number(finding.limit)}" + _comment(why)
 
 
 def _block(lines: list[str], depth: int) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from otel_traj.cost import CallCost, RunCost
 from otel_traj.steps import ModelCall, RequestedTool, ToolCall
 from otel_traj.trajectory import Tokens, Trajectory
 
@@ -76,6 +77,8 @@ class _StoredModelCall(_Stored):
     requested_tools: tuple[str, ...] = ()
     start_ns: int = 0
     end_ns: int = 0
+    cost_usd: float | None = None
+    cost_reason: str | None = None
 
     def call(self) -> ModelCall:
         return ModelCall(
@@ -111,6 +114,16 @@ class _StoredRun(_Stored):
     attributes: dict[str, Any] = {}
     errors: list[str | None] = []
     complete: bool = True
+    total_cost_usd: float | None = None
+    cost_reason: str | None = None
+
+    def _cost(self) -> RunCost | None:
+        """The cost the verdict recorded (prices change: it is not priced again); ``None`` for a
+        verdict written before costs were, so that it is priced now."""
+        if "total_cost_usd" not in self.model_fields_set:
+            return None
+        calls = tuple(CallCost(m.cost_usd, m.cost_reason) for m in self.model_calls)
+        return RunCost(calls, self.total_cost_usd, self.cost_reason)
 
     def trajectory(self) -> Trajectory:
         calls = [c.call() for c in self.tool_calls]
@@ -138,6 +151,7 @@ class _StoredRun(_Stored):
             attributes=dict(self.attributes),
             complete=self.complete,
             errors=[e for e in self.errors if e is not None],
+            cost=self._cost(),
         )
 
 
