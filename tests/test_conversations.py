@@ -125,3 +125,25 @@ def test_the_budget_names_the_trace_that_crossed_it_and_arrival_order_does_not_m
     assert budget.status == "fail" and verdict.outcome == "pass_with_warnings"
     assert f"3 traces > 2 (crossed in trace {3:032x})" in budget.reason
     assert f"9 tool calls > 7 (crossed in trace {3:032x})" in budget.reason
+
+
+def test_prometheus_counts_conversations_by_outcome_with_per_conversation_histograms() -> None:
+    from prometheus_client import generate_latest
+
+    from otel_traj.sinks.prometheus import PrometheusSink
+
+    sink = PrometheusSink()
+    with recorded() as spans:
+        processor = TrajectoryProcessor(policy=POLICY, sinks=[sink])
+        for span in sorted(spans, key=lambda s: s.start_time or 0):
+            processor.on_start(span)  # type: ignore[arg-type]
+        for span in sorted(spans, key=lambda s: s.end_time or 0):
+            processor.on_end(span)
+        processor.shutdown()
+    text = generate_latest(sink.registry).decode()
+    assert 'otel_traj_conversations_total{agent="support_agent",outcome="unsafe"} 1.0' in text
+    assert 'otel_traj_conversations_total{agent="support_agent",outcome="pass"} 1.0' in text
+    assert 'otel_traj_conversation_traces_sum{agent="support_agent"} 5.0' in text
+    assert 'otel_traj_conversation_tokens_sum{agent="support_agent",type="total"} 1100.0' in text
+    check = 'otel_traj_conversation_check_results_total{agent="support_agent",check="conversation_scope"'
+    assert f'{check},severity="critical",status="fail"}} 1.0' in text

@@ -27,10 +27,14 @@ from otel_traj.config import env_int, env_list
 from otel_traj.policy.models import Severities
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.steps import ToolCall, span_hex, trace_hex
+from otel_traj.sinks.prometheus_conversations import ConversationMetrics
 from otel_traj.verdict import Verdict
 
 OTHER = "other"
 SCOPE_CHECK = "scope"
+    from otel_traj.conversations import ConversationVerdict
+
+if TYPE_CHECKING:
 
 # Checks the grader can report: every policy check (one severity each) and every golden-case
 # dimension. A name outside this set is exposed as ``other`` so that a custom or misspelled check
@@ -145,6 +149,9 @@ class PrometheusSink(Sink):
             "Check results of graded trajectories.",
             ["agent", "check", "status", "severity"],
             registry=registry,
+        # Registered with the first conversation verdict: a deployment without conversations has no
+        # empty conversation series.
+        self._conversations: ConversationMetrics | None = None
         )
         self.scope_violations = Counter(
             "otel_traj_scope_violations",
@@ -265,6 +272,11 @@ class PrometheusSink(Sink):
         server, thread = _start_http_server(port, addr, registry=self.registry)
         self._servers.append((server, thread))
         return int(server.server_port)
+
+    def export_conversation(self, verdict: ConversationVerdict) -> None:
+        if self._conversations is None:
+            self._conversations = ConversationMetrics(self.registry)
+        self._conversations.observe(verdict, self.agents.label(verdict.agent))
 
     def wsgi_app(self) -> Callable[..., Any]:
         """A WSGI app serving this sink's registry (OpenMetrics when the scraper asks for it)."""
