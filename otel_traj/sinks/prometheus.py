@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_app, make_wsgi_app
 from prometheus_client import start_http_server as _start_http_server
@@ -26,15 +26,15 @@ from otel_traj.cases.dimensions import SEVERITY as CASE_SEVERITY
 from otel_traj.config import env_int, env_list
 from otel_traj.policy.models import Severities
 from otel_traj.sinks.base import LiveViolation, Sink
-from otel_traj.steps import ToolCall, span_hex, trace_hex
 from otel_traj.sinks.prometheus_conversations import ConversationMetrics
+from otel_traj.steps import ToolCall, span_hex, trace_hex
 from otel_traj.verdict import Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.conversations import ConversationVerdict
 
 OTHER = "other"
 SCOPE_CHECK = "scope"
-    from otel_traj.conversations import ConversationVerdict
-
-if TYPE_CHECKING:
 
 # Checks the grader can report: every policy check (one severity each) and every golden-case
 # dimension. A name outside this set is exposed as ``other`` so that a custom or misspelled check
@@ -129,6 +129,9 @@ class PrometheusSink(Sink):
             max_agents if max_agents is not None else env_int("OTEL_TRAJ_PROMETHEUS_MAX_AGENTS", 20),
         )
         self._check_names = frozenset(check_names)
+        # Registered with the first conversation verdict: a deployment without conversations has no
+        # empty conversation series.
+        self._conversations: ConversationMetrics | None = None
         # Trace id -> step ids already counted live; the final verdict skips those.
         self._live_steps: dict[int, set[str]] = {}
         self._live_lock = threading.Lock()
@@ -149,9 +152,6 @@ class PrometheusSink(Sink):
             "Check results of graded trajectories.",
             ["agent", "check", "status", "severity"],
             registry=registry,
-        # Registered with the first conversation verdict: a deployment without conversations has no
-        # empty conversation series.
-        self._conversations: ConversationMetrics | None = None
         )
         self.scope_violations = Counter(
             "otel_traj_scope_violations",
@@ -227,6 +227,11 @@ class PrometheusSink(Sink):
             if not (step and step in seen_live):
                 self._series(self.scope_violations, agent, tool).inc(exemplar=exemplar)
 
+    def export_conversation(self, verdict: ConversationVerdict) -> None:
+        if self._conversations is None:
+            self._conversations = ConversationMetrics(self.registry)
+        self._conversations.observe(verdict, self.agents.label(verdict.agent))
+
     def _series(self, metric: MetricWrapperBase, *labels: str) -> Any:
         """``metric.labels(*labels)``, kept for the next verdict."""
         key = (metric, labels)
@@ -272,11 +277,6 @@ class PrometheusSink(Sink):
         server, thread = _start_http_server(port, addr, registry=self.registry)
         self._servers.append((server, thread))
         return int(server.server_port)
-
-    def export_conversation(self, verdict: ConversationVerdict) -> None:
-        if self._conversations is None:
-            self._conversations = ConversationMetrics(self.registry)
-        self._conversations.observe(verdict, self.agents.label(verdict.agent))
 
     def wsgi_app(self) -> Callable[..., Any]:
         """A WSGI app serving this sink's registry (OpenMetrics when the scraper asks for it)."""
