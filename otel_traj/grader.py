@@ -30,6 +30,7 @@ from otel_traj.checks import (
     check_budget,
     check_claims,
     check_confirmation,
+    check_efficiency,
     check_grounded,
     check_injection,
     check_order,
@@ -100,6 +101,15 @@ def plan_checks(policy: AgentPolicy, stats: PipelineStats | None = None) -> list
     if policy.confirmation is not None and policy.confirmation.tools:
         checks.append(
             partial(check_confirmation, confirmation=policy.confirmation, severity=sev.confirmation)
+        )
+    if policy.efficiency is not None:
+        checks.append(
+            partial(
+                check_efficiency,
+                efficiency=policy.efficiency,
+                tools=tools or Tools(),
+                severity=sev.efficiency,
+            )
         )
     if policy.injection is not None:
         checks.append(

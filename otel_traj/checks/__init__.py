@@ -7,6 +7,7 @@ from otel_traj.checks.arguments import check_arguments
 from otel_traj.checks.budget import check_budget
 from otel_traj.checks.claims import check_claims
 from otel_traj.checks.confirmation import check_confirmation
+from otel_traj.checks.efficiency import check_efficiency
 from otel_traj.checks.grounded import check_grounded
 from otel_traj.checks.injection import check_injection
 from otel_traj.checks.order import check_order
@@ -24,6 +25,7 @@ __all__ = [
     "check_budget",
     "check_claims",
     "check_confirmation",
+    "check_efficiency",
     "check_grounded",
     "check_injection",
     "check_order",

@@ -18,12 +18,15 @@ import datetime as dt
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from otel_traj.redact import Redactor, TraceRedaction
 from otel_traj.verdict import Verdict
 
 SCORE_PREFIX = "traj."
+if TYPE_CHECKING:
+    from otel_traj.judge.result import JudgeResult
+
 # Fixed namespace: the same (trace, observation, name) gives the same id in every process and release.
 SCORE_ID_NAMESPACE = uuid.UUID("6f1d7c2e-5b0a-4c8e-9d3f-2a7e1b4c8d90")
 # Langfuse stores long comments, but a score comment is read in a table cell.
@@ -162,6 +165,36 @@ def verdict_scores(verdict: Verdict, redactor: Redactor, environment: str | None
 @dataclass(slots=True, frozen=True)
 class DeliveryReport:
     """What happened to the scores handed to a sink (cumulative, or the difference of two reports)."""
+JUDGE_PREFIX = "judge."
+
+
+def judge_score(result: JudgeResult, redactor: Redactor, environment: str | None = None) -> WireScore:
+    """An LLM judge's result as one NUMERIC score on the trace, ``judge.<name>``: apart from the
+    ``traj.*`` scores of the checks, marked ``source: judge`` in its metadata, the label there too."""
+    name = JUDGE_PREFIX + result.judge
+    score: WireScore = {
+        "id": score_id(result.trace_hex, None, name),
+        "traceId": result.trace_hex,
+        "name": name,
+        "value": result.score,
+        "dataType": "NUMERIC",
+        # The judge saw redacted evidence only; its words are cleaned like every comment all the same.
+        "comment": _comment(result.explanation, TraceRedaction(redactor.sensitive, (), ())),
+        "metadata": {
+            "source": result.source,
+            "label": result.label,
+            "model": result.model,
+            "severity": result.severity,
+            "agent": result.agent,
+            "policy_version": result.policy_version,
+        },
+        "timestamp": wire_timestamp(dt.datetime.fromtimestamp(result.end_ns / 1e9, tz=dt.UTC)),
+    }
+    if environment is not None:
+        score["environment"] = environment
+    return score
+
+
 
     delivered: int = 0
     rejected: int = 0

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from otel_traj.conversations import ConversationVerdict
 
 OTHER = "other"
+if TYPE_CHECKING:
+    from otel_traj.judge.result import JudgeResult
+
 SCOPE_CHECK = "scope"
 
 # Checks the grader can report: every policy check (one severity each) and every golden-case
@@ -203,6 +206,12 @@ class PrometheusSink(Sink):
             name = check.name if check.name in self._check_names else OTHER
             # Exemplars on failures only: a failed check's trace is the one worth opening.
             self._series(self.check_results, agent, name, check.status, check.severity).inc(
+        self.judge_results = Counter(
+            "otel_traj_judge_results",
+            "LLM judge results by judge and label (given after the verdict, never part of it).",
+            ["agent", "judge", "label"],
+            registry=registry,
+        )
                 exemplar=exemplar if check.failed else None
             )
         # Long runs call the same few tools many times: one increment per distinct series.
@@ -292,5 +301,12 @@ class PrometheusSink(Sink):
         servers, self._servers = self._servers, []
         for server, thread in servers:
             server.shutdown()
+    def on_judgement(self, result: JudgeResult) -> None:
+        # Judge names come from the policy and labels from each judge's own list: both are bounded.
+        agent = self.agents.label(result.agent)
+        self._series(self.judge_results, agent, result.judge, result.label).inc(
+            exemplar={"trace_id": result.trace_hex}
+        )
+
             server.server_close()
             thread.join()
