@@ -17,6 +17,7 @@ OWN_THREADS = (
     "otel-traj-sqlite",
     "otel-traj-langfuse",
     "otel-traj-otel-events",
+    "otel-traj-judge",
     "otel-traj-http",
     "otel-traj-grpc",
 )

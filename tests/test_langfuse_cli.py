@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from otel_traj.cli import main
-from otel_traj.sinks.langfuse import send_verdicts
+from otel_traj.sinks.langfuse_offline import send_verdicts
 from tests.langfuse_helpers import POLICY, SCORES_PER_VERDICT, Agent, fast_sink, make_verdict, violating_run
 from tests.langfuse_server import LangfuseTestServer
 from tests.semconv_agent import emit

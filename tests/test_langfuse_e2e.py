@@ -18,7 +18,7 @@ from opentelemetry.trace import set_span_in_context
 from otel_traj.adapters.otlp_proto import views_from_bytes
 from otel_traj.grader import Grader
 from otel_traj.offline import grade_views
-from otel_traj.sinks.langfuse import send_verdicts
+from otel_traj.sinks.langfuse_offline import send_verdicts
 from tests.langfuse_helpers import (
     SCORES,
     SCORES_PER_VERDICT,

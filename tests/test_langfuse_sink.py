@@ -13,8 +13,8 @@ from otel_traj.sinks.langfuse import (
     DROP_SHUTDOWN,
     DeliveryReport,
     LangfuseSink,
-    send_verdicts,
 )
+from otel_traj.sinks.langfuse_offline import send_verdicts
 from otel_traj.sinks.langfuse_scores import score_id
 from tests.langfuse_helpers import SCORES, SCORES_PER_VERDICT, SECRET, fast_sink, make_verdict
 from tests.langfuse_server import LangfuseTestServer, free_port

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
             return EXIT_INPUT
     if args.langfuse:
-        from otel_traj.sinks.langfuse import send_verdicts
+        from otel_traj.sinks.langfuse_offline import send_verdicts
 
         try:
             delivery = send_verdicts(verdicts, redact=policy.is_sensitive if policy is not None else None)

@@ -11,6 +11,7 @@ from otel_traj.verdict import CheckResult, Verdict
 
 if TYPE_CHECKING:
     from otel_traj.conversations import ConversationVerdict
+    from otel_traj.judge.result import JudgeResult
 
 
 @dataclass(slots=True, frozen=True)
@@ -46,6 +47,10 @@ class Sink(ABC):
     def export_conversation(self, verdict: ConversationVerdict) -> None:  # noqa: B027 - optional hook
         """Receives each conversation's verdict (``otel_traj.conversations``) on the worker thread;
         the same rule as ``export``: never block on the network."""
+
+    def on_judgement(self, result: JudgeResult) -> None:  # noqa: B027 - optional hook
+        """Receives an LLM judge's result (``otel_traj.judge``) on the judge's thread, after the run's
+        verdict; the same rule as ``export``: never block on the network."""
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return True

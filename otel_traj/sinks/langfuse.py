@@ -20,17 +20,24 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from otel_traj.config import env_float, env_str
 from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
 from otel_traj.redact import Redactor
 from otel_traj.sinks.base import Sink
-from otel_traj.sinks.langfuse_scores import DeliveryReport, WireScore, validate_environment, verdict_scores
+from otel_traj.sinks.langfuse_scores import (
+    DeliveryReport,
+    WireScore,
+    judge_score,
+    validate_environment,
+    verdict_scores,
+)
 from otel_traj.verdict import Verdict
 
 if TYPE_CHECKING:
+    from otel_traj.judge.result import JudgeResult
     from otel_traj.sinks.langfuse_transport import ApiMode, ScoreTransport
 
 Queued = tuple[float, WireScore]
@@ -49,8 +56,7 @@ DROP_EXPIRED = "langfuse_expired"
 DEFAULT_MAX_AGE_S = 3600.0
 # A server asking for more than this is treated as asking for this: scores must not wait for hours.
 MAX_RETRY_AFTER_S = 300.0
-# Distinct server messages remembered for log-once and reports; a server that puts a request id in each
-# message must not grow this without bound.
+# Distinct server messages kept for log-once and reports (bounded: some hold a request id each).
 MAX_DISTINCT_MESSAGES = 100
 
 
@@ -173,6 +179,13 @@ class LangfuseSink(Sink):
             logger.exception("could not build Langfuse scores for trace %s", verdict.trajectory.trace_hex)
             self.stats.count_internal_error()
             return
+        self._enqueue(scores)
+
+    def on_judgement(self, result: JudgeResult) -> None:
+        """An LLM judge's result: one NUMERIC score ``judge.<name>`` (metadata ``source: judge``)."""
+        self._enqueue([judge_score(result, self._redactor, self.environment)])
+
+    def _enqueue(self, scores: list[WireScore]) -> None:
         with self._cond:
             if self._closing:
                 self._drop(DROP_SHUTDOWN, len(scores))
@@ -370,30 +383,4 @@ class LangfuseSink(Sink):
                     return
 
 
-def send_verdicts(
-    verdicts: Iterable[Verdict],
-    sink: LangfuseSink | None = None,
-    timeout: float = 30.0,
-    redact: Callable[[str, str], bool] | Collection[str] | None = None,
-) -> DeliveryReport:
-    """Publish offline verdicts (``otel-traj grade --langfuse``) and wait up to ``timeout`` seconds.
-
-    With no ``sink`` one is configured from the environment (and ``redact``, e.g. the policy's
-    ``is_sensitive``) and shut down afterwards; a missing key raises ``ValueError``.
-    """
-    own = sink is None
-    active = sink if sink is not None else LangfuseSink(redact=redact)
-    deadline = time.monotonic() + timeout
-    before = active.report()
-    for verdict in verdicts:
-        # Offline input can exceed the queue: wait for room rather than drop the oldest scores.
-        if active.report().pending >= active.max_queue // 2:
-            active.force_flush(int(max(0.0, deadline - time.monotonic()) * 1000))
-        active.export(verdict)
-    active.force_flush(int(max(0.0, deadline - time.monotonic()) * 1000))
-    if own:
-        active.shutdown(timeout_millis=int(max(0.0, deadline - time.monotonic()) * 1000))
-    return active.report().since(before)
-
-
-__all__ = ["DeliveryReport", "LangfuseSink", "send_verdicts"]
+__all__ = ["DeliveryReport", "LangfuseSink"]

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from otel_traj.redact import Redactor, TraceRedaction
 from otel_traj.verdict import Verdict
 
-SCORE_PREFIX = "traj."
 if TYPE_CHECKING:
     from otel_traj.judge.result import JudgeResult
 
 # Fixed namespace: the same (trace, observation, name) gives the same id in every process and release.
+SCORE_PREFIX = "traj."
 SCORE_ID_NAMESPACE = uuid.UUID("6f1d7c2e-5b0a-4c8e-9d3f-2a7e1b4c8d90")
 # Langfuse stores long comments, but a score comment is read in a table cell.
 MAX_COMMENT_CHARS = 1000
@@ -162,9 +162,6 @@ def verdict_scores(verdict: Verdict, redactor: Redactor, environment: str | None
     return scores
 
 
-@dataclass(slots=True, frozen=True)
-class DeliveryReport:
-    """What happened to the scores handed to a sink (cumulative, or the difference of two reports)."""
 JUDGE_PREFIX = "judge."
 
 
@@ -198,6 +195,9 @@ def judge_score(result: JudgeResult, redactor: Redactor, environment: str | None
 
     delivered: int = 0
     rejected: int = 0
+@dataclass(slots=True, frozen=True)
+class DeliveryReport:
+    """What happened to the scores handed to a sink (cumulative, or the difference of two reports)."""
     dropped: int = 0
     pending: int = 0
     errors: tuple[str, ...] = ()

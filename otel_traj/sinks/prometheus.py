@@ -33,11 +33,11 @@ from otel_traj.verdict import Verdict
 if TYPE_CHECKING:
     from otel_traj.conversations import ConversationVerdict
 
-OTHER = "other"
 if TYPE_CHECKING:
     from otel_traj.judge.result import JudgeResult
 
 SCOPE_CHECK = "scope"
+OTHER = "other"
 
 # Checks the grader can report: every policy check (one severity each) and every golden-case
 # dimension. A name outside this set is exposed as ``other`` so that a custom or misspelled check
@@ -212,6 +212,12 @@ class PrometheusSink(Sink):
             ["agent", "judge", "label"],
             registry=registry,
         )
+        self.judge_results = Counter(
+            "otel_traj_judge_results",
+            "LLM judge results by judge and label (given after the verdict, never part of it).",
+            ["agent", "judge", "label"],
+            registry=registry,
+        )
                 exemplar=exemplar if check.failed else None
             )
         # Long runs call the same few tools many times: one increment per distinct series.
@@ -295,12 +301,6 @@ class PrometheusSink(Sink):
         """An ASGI app serving this sink's registry (OpenMetrics when the scraper asks for it)."""
         return make_asgi_app(self.registry)
 
-    def shutdown(self, timeout_millis: int = 30_000) -> None:
-        # server.shutdown() returns once serve_forever has stopped (it polls every 0.5 s) and waits
-        # on no peer, so there is nothing for the deadline to bound.
-        servers, self._servers = self._servers, []
-        for server, thread in servers:
-            server.shutdown()
     def on_judgement(self, result: JudgeResult) -> None:
         # Judge names come from the policy and labels from each judge's own list: both are bounded.
         agent = self.agents.label(result.agent)
@@ -308,5 +308,11 @@ class PrometheusSink(Sink):
             exemplar={"trace_id": result.trace_hex}
         )
 
+    def shutdown(self, timeout_millis: int = 30_000) -> None:
+        # server.shutdown() returns once serve_forever has stopped (it polls every 0.5 s) and waits
+        # on no peer, so there is nothing for the deadline to bound.
+        servers, self._servers = self._servers, []
+        for server, thread in servers:
+            server.shutdown()
             server.server_close()
             thread.join()

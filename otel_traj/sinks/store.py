@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Collection, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -33,8 +33,12 @@ from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
 from otel_traj.redact import Redactor, SensitiveKey
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.base import Sink
+from otel_traj.sinks.store_judgements import JudgementRow, judgement_row, write_judgements
 from otel_traj.sinks.store_schema import SCHEMA_VERSION, Query, StoreError, connect, read_verdicts
 from otel_traj.verdict import Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.judge.result import JudgeResult
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -267,6 +271,16 @@ class SqliteSink(Sink):
             self.stats.count_sink_error(type(self).__name__)
             logger.exception("the verdict of trace %s cannot be stored", verdict.trajectory.trace_hex)
             return
+        self._put(prepared)
+
+    def on_judgement(self, result: JudgeResult) -> None:
+        """An LLM judge's result, into the table ``judgements`` (see ``store_judgements``)."""
+        if self._closed:
+            self.stats.count_dropped("store_closed")
+            return
+        self._put(judgement_row(result, self._redactor))
+
+    def _put(self, item: Prepared | JudgementRow) -> None:
         with self._lock:
             # Backpressure: the pipeline worker waits here until the writer takes verdicts; a shutdown
             # (or a writer that is gone) ends the wait, and the verdict is dropped.
@@ -274,7 +288,7 @@ class SqliteSink(Sink):
                 self._room.wait()
             closed = self._closed
             if not closed:
-                self._pending.append(prepared)
+                self._pending.append(item)
         if closed:
             self.stats.count_dropped("store_closed")
         elif not self._wake.is_set():
@@ -299,6 +313,9 @@ class SqliteSink(Sink):
                         prepared = [i for i in items if isinstance(i, tuple)]
                         if prepared:
                             self._write(prepared)
+                        judged = [i for i in items if isinstance(i, JudgementRow)]
+                        if judged:
+                            self._write_judgements(judged)
                         for i in items:
                             if isinstance(i, threading.Event):
                                 i.set()
@@ -321,6 +338,13 @@ class SqliteSink(Sink):
             logger.exception("writing %d verdicts to %s failed", len(prepared), self.path)
         else:
             self.written += len(prepared)
+
+    def _write_judgements(self, rows: list[JudgementRow]) -> None:
+        try:
+            write_judgements(self._conn, rows)
+        except Exception:
+            self.stats.count_sink_error(type(self).__name__, len(rows))
+            logger.exception("writing %d judgements to %s failed", len(rows), self.path)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Wait until every verdict exported so far is committed; False if that takes longer than
@@ -351,7 +375,7 @@ class SqliteSink(Sink):
         self._thread.join(timeout_millis / 1000)
         with self._lock:
             self._abandoned = True
-            left = sum(isinstance(i, tuple) for i in self._pending)
+            left = sum(isinstance(i, tuple | JudgementRow) for i in self._pending)
             self._pending.clear()
         if left:
             self.stats.count_dropped("store_shutdown", left)

@@ -1,0 +1,233 @@
+"""JudgeSink: the policy's LLM judges, on their own bounded worker, after the verdict.
+
+``export`` runs on the grading worker and only decides which judges see the run (each judge's
+``sample``, by trace id, and its ``max_calls_per_hour``) and queues them; it never waits on a model.
+The judge thread (``otel-traj-judge``) builds the evidence, asks the model, validates the answer and
+hands the ``JudgeResult`` to the sinks it publishes to (their ``on_judgement``) and to ``on_result``
+callbacks. The verdict is already out by then and nothing a judge says changes it.
+
+Every call is counted in ``stats.judge_calls`` by (judge, result): ``ok``, ``timeout``, ``error``
+(the endpoint failed), ``invalid`` (the reply is not a valid answer), ``capped`` (over the hourly
+cap), ``queue_full`` and ``shutdown`` (queued but not judged when the sink shut down).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from otel_traj.config import env_int
+from otel_traj.forks import after_fork_in_child, start_daemon
+from otel_traj.judge.answer import InvalidAnswer, parse_answer
+from otel_traj.judge.client import ChatModel, JudgeTimeout, OpenAIChatModel
+from otel_traj.judge.evidence import judge_evidence, judge_messages
+from otel_traj.judge.limits import HourlyCap, sampled
+from otel_traj.judge.result import JudgeResult
+from otel_traj.redact import Redactor, SensitiveKey
+from otel_traj.sinks.base import Sink
+from otel_traj.verdict import Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.policy import AgentPolicy, JudgeRule, Policy
+
+logger = logging.getLogger("otel_traj.judge")
+
+DEFAULT_MAX_QUEUE = 1000
+Job = tuple[Verdict, "JudgeRule", "AgentPolicy"]
+ResultCallback = Callable[[JudgeResult], None]
+
+
+def has_judges(policy: Policy) -> bool:
+    return bool(policy.defaults.judges) or any(agent.judges for agent in policy.agents.values())
+
+
+class JudgeSink(Sink):
+    """Runs ``policy``'s judges on a sample of the verdicts it is given.
+
+    Args:
+        policy: where the judges are configured (``judges`` in ``defaults`` and per agent).
+        sinks: where each ``JudgeResult`` goes (``on_judgement``: Langfuse, the store, Prometheus,
+            evaluation events); list this sink before them in a pipeline, so that it has published
+            its results when they flush and shut down.
+        on_result: callables receiving each result on the judge thread.
+        model: the chat endpoint; by default the official ``openai`` client on ``OPENAI_BASE_URL``
+            with ``OPENAI_API_KEY``.
+        max_queue: runs waiting for a judge; beyond it new ones are dropped and counted
+            (``OTEL_TRAJ_JUDGE_QUEUE``, default 1000).
+        sample: False judges every run (``grade --judge``), still within the hourly caps.
+        redact: what the evidence masks (default: the policy's ``is_sensitive``).
+        clock: monotonic seconds for the hourly caps.
+    """
+
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        sinks: Iterable[Sink] = (),
+        on_result: Iterable[ResultCallback] = (),
+        model: ChatModel | None = None,
+        max_queue: int | None = None,
+        sample: bool = True,
+        redact: SensitiveKey | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.policy = policy
+        self.outputs = list(sinks)
+        self._callbacks = list(on_result)
+        self.max_queue = (
+            max_queue if max_queue is not None else env_int("OTEL_TRAJ_JUDGE_QUEUE", DEFAULT_MAX_QUEUE)
+        )
+        if self.max_queue < 1:
+            raise ValueError(f"max_queue={self.max_queue}: must be at least 1")
+        self._sample = sample
+        self._clock = clock
+        self._model = model if model is not None else OpenAIChatModel()
+        self._redactor = Redactor(redact if redact is not None else policy.is_sensitive)
+        self._caps: dict[tuple[str, int | None], HourlyCap] = {}
+        self._cond = threading.Condition()
+        self._queue: deque[Job] = deque()
+        self._busy = False
+        self._closed = False
+        self._thread = start_daemon(self._run, "otel-traj-judge")
+        after_fork_in_child(self._restart_in_child)
+
+    def _restart_in_child(self) -> None:
+        """In a forked child: the parent judges what it queued; the child starts empty."""
+        self._cond = threading.Condition()
+        self._queue.clear()
+        self._busy = False
+        if not self._closed:
+            self._thread = start_daemon(self._run, "otel-traj-judge")
+
+    # -- the grading worker's side: choose and queue ------------------------------------------------
+
+    def export(self, verdict: Verdict) -> None:
+        trajectory = verdict.trajectory
+        agent_policy = self.policy.resolve(trajectory)
+        for rule in agent_policy.judges:
+            if self._sample and not sampled(trajectory.trace_id, rule.name, rule.sample):
+                continue
+            with self._cond:
+                if self._closed:
+                    self.stats.count_judge_call(rule.name, "shutdown")
+                elif len(self._queue) >= self.max_queue:
+                    self.stats.count_judge_call(rule.name, "queue_full")
+                elif not self._cap(rule).take():
+                    self.stats.count_judge_call(rule.name, "capped")
+                else:
+                    self._queue.append((verdict, rule, agent_policy))
+                    self._cond.notify()
+
+    def _cap(self, rule: JudgeRule) -> HourlyCap:
+        key = (rule.name, rule.max_calls_per_hour)
+        cap = self._caps.get(key)
+        if cap is None:
+            cap = self._caps[key] = HourlyCap(rule.max_calls_per_hour, self._clock)
+        return cap
+
+    # -- the judge thread -------------------------------------------------------------------------
+
+    def _next(self) -> Job | None:
+        with self._cond:
+            self._busy = False
+            self._cond.notify_all()
+            while not self._queue and not self._closed:
+                self._cond.wait()
+            if not self._queue:
+                return None
+            self._busy = True
+            return self._queue.popleft()
+
+    def _run(self) -> None:
+        try:
+            while (job := self._next()) is not None:
+                try:
+                    self._judge(*job)
+                except Exception:
+                    self.stats.count_internal_error()
+                    logger.exception("judging trace %s failed", job[0].trajectory.trace_hex)
+        finally:
+            self._model.close()
+
+    def _judge(self, verdict: Verdict, rule: JudgeRule, agent_policy: AgentPolicy) -> None:
+        trajectory = verdict.trajectory
+        evidence = judge_evidence(trajectory, agent_policy, self._redactor.scope(trajectory))
+        try:
+            reply = self._model.complete(rule.model, judge_messages(rule, evidence), rule.timeout_s)
+        except JudgeTimeout:
+            self.stats.count_judge_call(rule.name, "timeout")
+            return
+        except Exception as exc:  # the endpoint's failures, whatever the client raises
+            self.stats.count_judge_call(rule.name, "error")
+            logger.warning("judge %s failed on trace %s: %s", rule.name, trajectory.trace_hex, exc)
+            return
+        try:
+            answer = parse_answer(reply, rule.labels)
+        except InvalidAnswer as exc:
+            self.stats.count_judge_call(rule.name, "invalid")
+            logger.info(
+                "judge %s gave an invalid answer for trace %s: %s", rule.name, trajectory.trace_hex, exc
+            )
+            return
+        self.stats.count_judge_call(rule.name, "ok")
+        result = JudgeResult(
+            trace_id=trajectory.trace_id,
+            agent=trajectory.agent_label,
+            judge=rule.name,
+            model=rule.model,
+            score=answer.score,
+            label=answer.label,
+            explanation=answer.explanation,
+            severity=rule.severity,
+            end_ns=trajectory.end_ns or trajectory.start_ns or verdict.graded_at_ns,
+            judged_at_ns=time.time_ns(),
+            policy_version=verdict.policy_version,
+        )
+        self._publish(result)
+
+    def _publish(self, result: JudgeResult) -> None:
+        for sink in self.outputs:
+            try:
+                sink.on_judgement(result)
+            except Exception:
+                self.stats.count_sink_error(type(sink).__name__)
+                logger.exception("sink %s failed on a judge result", type(sink).__name__)
+        for callback in self._callbacks:
+            try:
+                callback(result)
+            except Exception:
+                self.stats.count_internal_error()
+                logger.exception("judge result callback failed")
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Wait until every run queued so far is judged and published; False if the time ran out."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: not self._queue and not self._busy, timeout=max(0, timeout_millis) / 1000
+            )
+
+    def shutdown(self, timeout_millis: int = 30_000) -> None:
+        """Judge what is queued within ``timeout_millis``; what is left then is counted (``shutdown``)
+        and the thread is left to end with its call in flight (bounded by the judge's ``timeout_s``)."""
+        deadline = time.monotonic() + max(0, timeout_millis) / 1000
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        with self._cond:
+            left = list(self._queue)
+            self._queue.clear()
+        for _, rule, _ in left:
+            self.stats.count_judge_call(rule.name, "shutdown")
+
+
+__all__ = ["JudgeSink", "has_judges"]
