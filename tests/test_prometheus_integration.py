@@ -306,7 +306,7 @@ def test_disable_created_series_is_honoured(disabled: str) -> None:
     body = output(
         start_python(EXPORT_RUNS + PRINT_EXPOSITION, "violating", PROMETHEUS_DISABLE_CREATED_SERIES=disabled)
     )
-    assert 'otel_traj_trajectories_total{agent="support_agent",outcome="unsafe"} 1.0' in body
+    assert 'otel_traj_trajectories_total{agent="support_agent",outcome="unsafe",version=""} 1.0' in body
     assert ("_created" in body) is (disabled == "False")
 
 
@@ -339,5 +339,5 @@ def test_multiprocess_mode_sums_the_processes(tmp_path: Path) -> None:
         single.export(grader.grade(run))
     expected = value_samples(single.registry)
     assert value_samples(merged) == pytest.approx(expected)
-    unsafe = {"agent": "support_agent", "outcome": "unsafe"}
+    unsafe = {"agent": "support_agent", "version": "", "outcome": "unsafe"}
     assert merged.get_sample_value("otel_traj_trajectories_total", unsafe) == 2

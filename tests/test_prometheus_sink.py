@@ -47,7 +47,13 @@ def live(trace_id: int, step_id: str, tool_name: str = "list_invoices") -> LiveV
     return LiveViolation(trace_id, "support_agent", tool_name, step_id, result)
 
 
+# Metrics of a graded run carry its agent version; these runs have none (label value "").
+VERSIONED = ("otel_traj_trajectories", "otel_traj_check_results", "otel_traj_trajectory_")
+
+
 def value(target: PrometheusSink, name: str, **labels: str) -> float | None:
+    if name.startswith(VERSIONED):
+        labels.setdefault("version", "")
     return target.registry.get_sample_value(name, labels)
 
 
@@ -351,37 +357,48 @@ def test_asgi_app_mounted_by_a_host_server(asgi_server: tuple[PrometheusSink, in
     content_type, body = fetch(f"http://127.0.0.1:{port}/metrics", OPENMETRICS)
     assert content_type.startswith("application/openmetrics-text")
     assert f'trace_id="{VIOLATING_TRACE:032x}"' in body
-    assert 'otel_traj_trajectories_total{agent="support_agent",outcome="unsafe"} 1.0' in body
+    assert 'otel_traj_trajectories_total{agent="support_agent",outcome="unsafe",version=""} 1.0' in body
 
 
 # The public contract the dashboards and alert rules read: family, type, labels, and bucket bounds as
 # exposed (a changed ``le`` string starts a new series and breaks histogram_quantile over the change).
 STEPS_LE = "0.0 1.0 2.0 3.0 4.0 5.0 6.0 8.0 10.0 12.0 15.0 20.0 25.0 30.0 40.0 50.0 75.0 100.0 +Inf"
 CONTRACT = {
-    "otel_traj_trajectories": ("counter", {"agent", "outcome"}, None),
-    "otel_traj_check_results": ("counter", {"agent", "check", "status", "severity"}, None),
+    "otel_traj_trajectories": ("counter", {"agent", "version", "outcome"}, None),
+    "otel_traj_check_results": ("counter", {"agent", "version", "check", "status", "severity"}, None),
     "otel_traj_scope_violations": ("counter", {"agent", "tool"}, None),
     "otel_traj_tool_calls": ("counter", {"agent", "tool", "status"}, None),
-    "otel_traj_trajectory_tool_calls": ("histogram", {"agent"}, STEPS_LE),
-    "otel_traj_trajectory_model_turns": ("histogram", {"agent"}, STEPS_LE),
+    "otel_traj_trajectory_tool_calls": ("histogram", {"agent", "version"}, STEPS_LE),
+    "otel_traj_trajectory_model_turns": ("histogram", {"agent", "version"}, STEPS_LE),
     "otel_traj_trajectory_tokens": (
         "histogram",
-        {"agent", "type"},
+        {"agent", "version", "type"},
         "100.0 250.0 500.0 1000.0 1500.0 2500.0 4000.0 6000.0 10000.0 15000.0 25000.0 40000.0 60000.0 "
         "100000.0 150000.0 250000.0 400000.0 600000.0 1e+06 +Inf",
     ),
     "otel_traj_trajectory_duration_seconds": (
         "histogram",
-        {"agent"},
+        {"agent", "version"},
         "0.5 1.0 2.0 3.0 5.0 8.0 13.0 20.0 30.0 45.0 60.0 90.0 120.0 180.0 300.0 600.0 1200.0 1800.0 "
         "3600.0 +Inf",
     ),
+    "otel_traj_trajectory_cost_usd": (
+        "histogram",
+        {"agent", "version"},
+        "0.0001 0.00025 0.0005 0.001 0.0015 0.0025 0.004 0.006 0.01 0.015 0.025 0.04 0.06 0.1 0.15 0.25 "
+        "0.4 0.6 1.0 1.5 2.5 4.0 6.0 10.0 25.0 50.0 +Inf",
+    ),
+    "otel_traj_trajectories_unpriced": ("counter", {"agent", "version"}, None),
 }
 
 
 def test_metric_names_labels_and_buckets_are_the_published_contract() -> None:
     sink = PrometheusSink()
     sink.export(make_verdict(VIOLATING_TRACE, violating=True))
+    priced = violating_run()
+    for call in priced.model_calls:
+        call.model, call.provider = "gpt-4o-mini", "openai"
+    sink.export(GRADER.grade(priced))
     families = {m.name: m for m in sink.registry.collect()}
     assert set(families) == set(CONTRACT)
     for name, (kind, labels, buckets) in CONTRACT.items():

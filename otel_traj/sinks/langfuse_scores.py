@@ -20,14 +20,15 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from otel_traj.cost import run_cost
 from otel_traj.redact import Redactor, TraceRedaction
 from otel_traj.verdict import Verdict
 
 if TYPE_CHECKING:
     from otel_traj.judge.result import JudgeResult
 
-# Fixed namespace: the same (trace, observation, name) gives the same id in every process and release.
 SCORE_PREFIX = "traj."
+# Fixed namespace: the same (trace, observation, name) gives the same id in every process and release.
 SCORE_ID_NAMESPACE = uuid.UUID("6f1d7c2e-5b0a-4c8e-9d3f-2a7e1b4c8d90")
 # Langfuse stores long comments, but a score comment is read in a table cell.
 MAX_COMMENT_CHARS = 1000
@@ -103,6 +104,8 @@ def verdict_scores(verdict: Verdict, redactor: Redactor, environment: str | None
         "policy_version": verdict.policy_version,
         "agent": traj.agent_label,
         "service_version": traj.service_version,
+        "versions": verdict.versions.to_dict(),
+        "total_cost_usd": run_cost(traj).total_usd,
     }
 
     def make(
@@ -192,12 +195,12 @@ def judge_score(result: JudgeResult, redactor: Redactor, environment: str | None
     return score
 
 
-
-    delivered: int = 0
-    rejected: int = 0
 @dataclass(slots=True, frozen=True)
 class DeliveryReport:
     """What happened to the scores handed to a sink (cumulative, or the difference of two reports)."""
+
+    delivered: int = 0
+    rejected: int = 0
     dropped: int = 0
     pending: int = 0
     errors: tuple[str, ...] = ()

@@ -24,6 +24,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from otel_traj.cases.dimensions import SEVERITY as CASE_SEVERITY
 from otel_traj.config import env_int, env_list
+from otel_traj.cost import run_cost
 from otel_traj.policy.models import Severities
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.sinks.prometheus_conversations import ConversationMetrics
@@ -36,8 +37,8 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from otel_traj.judge.result import JudgeResult
 
-SCOPE_CHECK = "scope"
 OTHER = "other"
+SCOPE_CHECK = "scope"
 
 # Checks the grader can report: every policy check (one severity each) and every golden-case
 # dimension. A name outside this set is exposed as ``other`` so that a custom or misspelled check
@@ -53,6 +54,14 @@ TOKEN_BUCKETS = (
 )  # fmt: skip
 STEP_BUCKETS = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 75, 100)
 DURATION_BUCKETS = (0.5, 1, 2, 3, 5, 8, 13, 20, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 1800, 3600)
+# US dollars per run, from a cent's hundredth to tens of dollars, in steps of about 1.6x.
+COST_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.0025, 0.004, 0.006, 0.01, 0.015, 0.025, 0.04, 0.06,
+    0.1, 0.15, 0.25, 0.4, 0.6, 1, 1.5, 2.5, 4, 6, 10, 25, 50,
+)  # fmt: skip
+# The ``version`` label of a run whose agent version is not known (Prometheus reads an empty value
+# as the label being absent, so unversioned series keep the labels they had).
+UNVERSIONED = ""
 
 # Traces with a live violation whose verdict has not arrived yet; beyond this the oldest are
 # forgotten (their violations may then be counted again at export).
@@ -108,6 +117,8 @@ class PrometheusSink(Sink):
             (comma-separated); without one, the first ``max_tools`` / ``max_agents`` names seen.
         max_tools / max_agents: caps without an allow-list (``OTEL_TRAJ_PROMETHEUS_MAX_TOOLS``,
             default 50; ``OTEL_TRAJ_PROMETHEUS_MAX_AGENTS``, default 20).
+        version_allowlist / max_versions: the same for the ``version`` label, the agent's version
+            (``OTEL_TRAJ_PROMETHEUS_VERSIONS``; ``OTEL_TRAJ_PROMETHEUS_MAX_VERSIONS``, default 20).
         check_names: the check label values (default: the grader's checks).
     """
 
@@ -119,6 +130,8 @@ class PrometheusSink(Sink):
         agent_allowlist: Iterable[str] | None = None,
         max_tools: int | None = None,
         max_agents: int | None = None,
+        version_allowlist: Iterable[str] | None = None,
+        max_versions: int | None = None,
         check_names: Iterable[str] = CHECK_NAMES,
     ) -> None:
         super().__init__()
@@ -130,6 +143,10 @@ class PrometheusSink(Sink):
         self.agents = LabelBudget(
             agent_allowlist if agent_allowlist is not None else env_list("OTEL_TRAJ_PROMETHEUS_AGENTS"),
             max_agents if max_agents is not None else env_int("OTEL_TRAJ_PROMETHEUS_MAX_AGENTS", 20),
+        )
+        self.versions = LabelBudget(
+            version_allowlist if version_allowlist is not None else env_list("OTEL_TRAJ_PROMETHEUS_VERSIONS"),
+            max_versions if max_versions is not None else env_int("OTEL_TRAJ_PROMETHEUS_MAX_VERSIONS", 20),
         )
         self._check_names = frozenset(check_names)
         # Registered with the first conversation verdict: a deployment without conversations has no
@@ -147,13 +164,13 @@ class PrometheusSink(Sink):
         self.trajectories = Counter(
             "otel_traj_trajectories",
             "Graded trajectories by outcome.",
-            ["agent", "outcome"],
+            ["agent", "version", "outcome"],
             registry=registry,
         )
         self.check_results = Counter(
             "otel_traj_check_results",
             "Check results of graded trajectories.",
-            ["agent", "check", "status", "severity"],
+            ["agent", "version", "check", "status", "severity"],
             registry=registry,
         )
         self.scope_violations = Counter(
@@ -171,53 +188,62 @@ class PrometheusSink(Sink):
         self.trajectory_tool_calls = Histogram(
             "otel_traj_trajectory_tool_calls",
             "Tool calls per trajectory.",
-            ["agent"],
+            ["agent", "version"],
             registry=registry,
             buckets=STEP_BUCKETS,
         )
         self.trajectory_model_turns = Histogram(
             "otel_traj_trajectory_model_turns",
             "Model calls per trajectory.",
-            ["agent"],
+            ["agent", "version"],
             registry=registry,
             buckets=STEP_BUCKETS,
         )
         self.trajectory_tokens = Histogram(
             "otel_traj_trajectory_tokens",
             "Tokens per trajectory (input, output, total).",
-            ["agent", "type"],
+            ["agent", "version", "type"],
             registry=registry,
             buckets=TOKEN_BUCKETS,
+        )
+        self.judge_results = Counter(
+            "otel_traj_judge_results",
+            "LLM judge results by judge and label (given after the verdict, never part of it).",
+            ["agent", "judge", "label"],
+            registry=registry,
         )
         self.trajectory_duration = Histogram(
             "otel_traj_trajectory_duration_seconds",
             "Wall time of the agent run.",
-            ["agent"],
+            ["agent", "version"],
             registry=registry,
             buckets=DURATION_BUCKETS,
+        )
+        self.trajectory_cost = Histogram(
+            "otel_traj_trajectory_cost_usd",
+            "Cost of the agent run's model calls in US dollars (runs whose cost is known).",
+            ["agent", "version"],
+            registry=registry,
+            buckets=COST_BUCKETS,
+        )
+        self.unpriced = Counter(
+            "otel_traj_trajectories_unpriced",
+            "Graded trajectories whose cost is unknown (a model not in the price database, no tokens).",
+            ["agent", "version"],
+            registry=registry,
         )
 
     def export(self, verdict: Verdict) -> None:
         traj = verdict.trajectory
         agent = self.agents.label(traj.agent_label)
+        version = verdict.versions.agent
+        version = self.versions.label(version) if version else UNVERSIONED
         exemplar = {"trace_id": traj.trace_hex}
-        self._series(self.trajectories, agent, verdict.outcome).inc(exemplar=exemplar)
+        self._series(self.trajectories, agent, version, verdict.outcome).inc(exemplar=exemplar)
         for check in verdict.checks:
             name = check.name if check.name in self._check_names else OTHER
             # Exemplars on failures only: a failed check's trace is the one worth opening.
-            self._series(self.check_results, agent, name, check.status, check.severity).inc(
-        self.judge_results = Counter(
-            "otel_traj_judge_results",
-            "LLM judge results by judge and label (given after the verdict, never part of it).",
-            ["agent", "judge", "label"],
-            registry=registry,
-        )
-        self.judge_results = Counter(
-            "otel_traj_judge_results",
-            "LLM judge results by judge and label (given after the verdict, never part of it).",
-            ["agent", "judge", "label"],
-            registry=registry,
-        )
+            self._series(self.check_results, agent, version, name, check.status, check.severity).inc(
                 exemplar=exemplar if check.failed else None
             )
         # Long runs call the same few tools many times: one increment per distinct series.
@@ -227,13 +253,18 @@ class PrometheusSink(Sink):
         for (tool, status), count in calls.items():
             self._series(self.tool_calls, agent, tool, status).inc(count)
         # Exemplars only on the series the dashboards plot.
-        self._series(self.trajectory_tool_calls, agent).observe(len(traj.tool_calls), exemplar)
-        self._series(self.trajectory_model_turns, agent).observe(len(traj.model_calls))
+        self._series(self.trajectory_tool_calls, agent, version).observe(len(traj.tool_calls), exemplar)
+        self._series(self.trajectory_model_turns, agent, version).observe(len(traj.model_calls))
         tokens = traj.tokens
-        self._series(self.trajectory_tokens, agent, "input").observe(tokens.input)
-        self._series(self.trajectory_tokens, agent, "output").observe(tokens.output)
-        self._series(self.trajectory_tokens, agent, "total").observe(tokens.total, exemplar)
-        self._series(self.trajectory_duration, agent).observe(traj.duration_s, exemplar)
+        self._series(self.trajectory_tokens, agent, version, "input").observe(tokens.input)
+        self._series(self.trajectory_tokens, agent, version, "output").observe(tokens.output)
+        self._series(self.trajectory_tokens, agent, version, "total").observe(tokens.total, exemplar)
+        self._series(self.trajectory_duration, agent, version).observe(traj.duration_s, exemplar)
+        cost = run_cost(traj).total_usd
+        if cost is None:
+            self._series(self.unpriced, agent, version).inc()
+        else:
+            self._series(self.trajectory_cost, agent, version).observe(cost, exemplar)
 
         violations = self._final_scope_violations(verdict)
         with self._live_lock:
@@ -270,6 +301,13 @@ class PrometheusSink(Sink):
             for step in check.steps or ("",)
         ]
 
+    def on_judgement(self, result: JudgeResult) -> None:
+        # Judge names come from the policy and labels from each judge's own list: both are bounded.
+        agent = self.agents.label(result.agent)
+        self._series(self.judge_results, agent, result.judge, result.label).inc(
+            exemplar={"trace_id": result.trace_hex}
+        )
+
     def on_live_violation(self, violation: LiveViolation) -> None:
         with self._live_lock:
             steps = self._live_steps.get(violation.trace_id)
@@ -300,13 +338,6 @@ class PrometheusSink(Sink):
     def asgi_app(self) -> Callable[..., Any]:
         """An ASGI app serving this sink's registry (OpenMetrics when the scraper asks for it)."""
         return make_asgi_app(self.registry)
-
-    def on_judgement(self, result: JudgeResult) -> None:
-        # Judge names come from the policy and labels from each judge's own list: both are bounded.
-        agent = self.agents.label(result.agent)
-        self._series(self.judge_results, agent, result.judge, result.label).inc(
-            exemplar={"trace_id": result.trace_hex}
-        )
 
     def shutdown(self, timeout_millis: int = 30_000) -> None:
         # server.shutdown() returns once serve_forever has stopped (it polls every 0.5 s) and waits
