@@ -61,7 +61,9 @@ class TrajectoryProcessor(SpanProcessor):
     conversations: where traces of conversations wait for their conversation's verdict (bounded;
     ``OTEL_TRAJ_MAX_CONVERSATIONS``, ``OTEL_TRAJ_CONVERSATION_MAX_BYTES``); by default one when the
     policy has a ``conversation`` section. on_conversation: a callable receiving each
-    ``ConversationVerdict`` on the worker thread after every sink got it.
+    ``ConversationVerdict`` on the worker thread after every sink got it. A policy with ``judges``
+    adds a ``JudgeSink`` (``otel_traj.judge``) publishing to ``sinks``, with ``OPENAI_BASE_URL`` and
+    ``OPENAI_API_KEY``.
     """
 
     def __init__(
@@ -87,6 +89,11 @@ class TrajectoryProcessor(SpanProcessor):
             grader = Grader(policy, stats)
             live = live_scope(policy)
             config = config.with_capture(subject_attributes(policy))
+            if policy.defaults.judges or any(agent.judges for agent in policy.agents.values()):
+                # Only a policy with judges loads them (and the openai client).
+                from otel_traj.judge.sink import with_judges
+
+                sinks = with_judges(policy, sinks)
         self.pipeline = Pipeline(
             grade=grader.grade if grader is not None else None,
             grade_all=grader.grade_all if grader is not None else None,

@@ -64,6 +64,12 @@ def register(subparsers: Any) -> None:
         "LANGFUSE_SECRET_KEY, LANGFUSE_BASE_URL); delivery is summarised on stderr",
     )
     parser.add_argument(
+        "--judge",
+        action="store_true",
+        help="also run the policy's LLM judges on every run (OPENAI_BASE_URL, OPENAI_API_KEY); their "
+        "results go to stderr (and Langfuse with --langfuse) and never change the exit code",
+    )
+    parser.add_argument(
         "--emit-otel",
         metavar="URL",
         help="also export gen_ai.evaluation.result events over OTLP/HTTP to URL/v1/logs (URL: an "
@@ -147,6 +153,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"otel-traj: --langfuse: {exc}", file=sys.stderr)
             return EXIT_INPUT
         print(f"otel-traj: langfuse: {delivery.summary()}", file=sys.stderr)
+    if args.judge:
+        from otel_traj.cli.judge import judge_verdicts
+
+        try:
+            lines = judge_verdicts(verdicts, policy, args.langfuse)
+        except ValueError as exc:
+            print(f"otel-traj: --judge: {exc}", file=sys.stderr)
+            return EXIT_INPUT
+        print("\n".join(f"otel-traj: {line}" for line in lines), file=sys.stderr)
     if args.emit_otel:
         from otel_traj.cli.emit import emit_events
 

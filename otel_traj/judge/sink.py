@@ -45,6 +45,13 @@ def has_judges(policy: Policy) -> bool:
     return bool(policy.defaults.judges) or any(agent.judges for agent in policy.agents.values())
 
 
+def with_judges(policy: Policy, sinks: Iterable[Sink]) -> list[Sink]:
+    """``sinks``, preceded by a ``JudgeSink`` publishing to them when the policy has judges: first,
+    so that its results are out before they flush and shut down (its ``export`` only queues)."""
+    outputs = list(sinks)
+    return [JudgeSink(policy=policy, sinks=outputs), *outputs] if has_judges(policy) else outputs
+
+
 class JudgeSink(Sink):
     """Runs ``policy``'s judges on a sample of the verdicts it is given.
 
@@ -230,4 +237,4 @@ class JudgeSink(Sink):
             self.stats.count_judge_call(rule.name, "shutdown")
 
 
-__all__ = ["JudgeSink", "has_judges"]
+__all__ = ["JudgeSink", "has_judges", "with_judges"]
