@@ -21,6 +21,7 @@ COMMANDS = {
     "policy": "validate a policy file, print its JSON Schema, or suggest one from observed runs",
     "serve": "receive OTLP traces, grade them, store the verdicts",
     "report": "list stored verdicts",
+    "gate": "compare a candidate's runs with a baseline's and allow or block the release",
 }
 
 
