@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -79,7 +81,7 @@ def test_service_version_and_openinference_prompt_template_version() -> None:
 
 
 def test_a_contract_change_changes_the_hash_and_nothing_else_does() -> None:
-    def contracts(policy: dict[str, object]) -> str | None:
+    def contracts(policy: Mapping[str, Any]) -> str | None:
         trajectory = sdk_run({}, {})
         return Grader(parse_policy(policy)).grade(trajectory).versions.tool_contracts
 
