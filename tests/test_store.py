@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from otel_traj.cli import main
 from otel_traj.cli.report import parse_since
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.store import (
@@ -239,6 +240,21 @@ def test_parse_since() -> None:
     assert parse_since("1970-01-01T01:01:40+01:00") == 100 * NS
     with pytest.raises(Exception, match="expected a duration"):
         parse_since("yesterday")
+    # Past the store's 64-bit nanoseconds (2262) or before 1970: the range's end, never an error.
+    assert parse_since("2999-01-01") == 2**63 - 1
+    assert parse_since("99999999999d", now) == 0
+
+
+def test_report_since_a_time_no_run_can_have_lists_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "s.db"
+    with closing(connect(store)) as conn:
+        write_verdicts(conn, [verdict(1)])
+    assert main(["report", "--store", str(store), "--since", "2999-01-01", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trajectories"] == []
+    assert main(["report", "--store", str(store), "--since", "1970-01-01", "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["trajectories"]) == 1
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:

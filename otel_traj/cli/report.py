@@ -21,13 +21,17 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 OUTCOMES = ("unsafe", "fail", "pass_with_warnings", "pass", "incomplete")
 
 
+_MAX_NS = 2**63 - 1
+
+
 def parse_since(value: str, now_ns: int | None = None) -> int:
     """``1h``, ``30m``, ``2d`` (ago) or an ISO 8601 time (UTC when it has no offset) -> unix ns."""
     text = value.strip()
     match = _DURATION.match(text)
     if match:
         now = time.time_ns() if now_ns is None else now_ns
-        return now - int(float(match.group(1)) * _UNIT_S[match.group(2)] * 1e9)
+        ago = float(match.group(1)) * _UNIT_S[match.group(2)] * 1e9
+        return _stored_ns(now - ago)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
@@ -36,7 +40,13 @@ def parse_since(value: str, now_ns: int | None = None) -> int:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1e9)
+    return _stored_ns(moment.timestamp() * 1e9)
+
+
+def _stored_ns(ns: float) -> int:
+    """A time as the store keeps it, in SQLite's signed 64-bit integers: a moment past 2262 (or
+    before 1970) matches what the range's end would."""
+    return min(int(max(ns, 0.0)), _MAX_NS)
 
 
 def register(subparsers: Any) -> None:
