@@ -18,6 +18,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from otel_traj.cases.dimensions import TRAJECTORY_MATCH
 from otel_traj.config import SettingError, strict_settings
 from otel_traj.grader import Grader
+from otel_traj.judge.result import JudgeResult
 from otel_traj.sinks.base import LiveViolation
 from otel_traj.sinks.prometheus import OTHER, LabelBudget, PrometheusSink
 from otel_traj.sinks.prometheus_health import register_pipeline_health
@@ -389,6 +390,7 @@ CONTRACT = {
         "0.4 0.6 1.0 1.5 2.5 4.0 6.0 10.0 25.0 50.0 +Inf",
     ),
     "otel_traj_trajectories_unpriced": ("counter", {"agent", "version"}, None),
+    "otel_traj_judge_results": ("counter", {"agent", "judge", "label"}, None),
 }
 
 
@@ -399,6 +401,11 @@ def test_metric_names_labels_and_buckets_are_the_published_contract() -> None:
     for call in priced.model_calls:
         call.model, call.provider = "gpt-4o-mini", "openai"
     sink.export(GRADER.grade(priced))
+    judged = JudgeResult(
+        trace_id=VIOLATING_TRACE, agent="support_agent", judge="answer", model="m", score=1.0,
+        label="pass", explanation="ok", severity="info", end_ns=1, judged_at_ns=2,
+    )  # fmt: skip
+    sink.on_judgement(judged)
     families = {m.name: m for m in sink.registry.collect()}
     assert set(families) == set(CONTRACT)
     for name, (kind, labels, buckets) in CONTRACT.items():
