@@ -70,6 +70,11 @@ def exposed_samples() -> list[Sample]:
     stats.count_dropped("queue_full")
     stats.count_sink_error("langfuse")
     sink.export(Grader(example_policy()).grade(violating_run()))
+    # A run whose model is in the price database, for the cost histogram.
+    priced = violating_run()
+    for call in priced.model_calls:
+        call.model, call.provider = "gpt-4o-mini", "openai"
+    sink.export(Grader(example_policy()).grade(priced))
     return [sample for family in sink.registry.collect() for sample in family.samples]
 
 
