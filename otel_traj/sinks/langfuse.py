@@ -34,9 +34,11 @@ from otel_traj.sinks.langfuse_scores import (
     validate_environment,
     verdict_scores,
 )
+from otel_traj.sinks.langfuse_sessions import conversation_scores
 from otel_traj.verdict import Verdict
 
 if TYPE_CHECKING:
+    from otel_traj.conversations import ConversationVerdict
     from otel_traj.judge.result import JudgeResult
     from otel_traj.sinks.langfuse_transport import ApiMode, ScoreTransport
 
@@ -177,6 +179,16 @@ class LangfuseSink(Sink):
             scores = verdict_scores(verdict, self._redactor, self.environment)
         except Exception:
             logger.exception("could not build Langfuse scores for trace %s", verdict.trajectory.trace_hex)
+            self.stats.count_internal_error()
+            return
+        self._enqueue(scores)
+
+    def export_conversation(self, verdict: ConversationVerdict) -> None:
+        """A conversation's verdict: scores on the Langfuse session (see ``langfuse_sessions``)."""
+        try:
+            scores = conversation_scores(verdict, self._redactor, self.environment)
+        except Exception:
+            logger.exception("could not build Langfuse scores for conversation %s", verdict.conversation_id)
             self.stats.count_internal_error()
             return
         self._enqueue(scores)

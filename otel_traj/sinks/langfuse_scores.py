@@ -76,7 +76,7 @@ def score_timestamp(verdict: Verdict) -> dt.datetime:
     return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC)
 
 
-def _comment(text: str | None, redaction: TraceRedaction) -> str | None:
+def clean_comment(text: str | None, redaction: TraceRedaction) -> str | None:
     """Redacted first, then folded to one line and cut: a value cut or folded first would no longer
     match the secret it is."""
     if not text:
@@ -130,7 +130,7 @@ def verdict_scores(verdict: Verdict, redactor: Redactor, environment: str | None
         }
         optional = {
             "observationId": observation_id,
-            "comment": _comment(comment, redaction),
+            "comment": clean_comment(comment, redaction),
             "environment": environment,
         }
         # Absent rather than null: older servers reject explicit nulls on some fields.
@@ -179,7 +179,7 @@ def judge_score(result: JudgeResult, redactor: Redactor, environment: str | None
         "value": result.score,
         "dataType": "NUMERIC",
         # The judge saw redacted evidence only; its words are cleaned like every comment all the same.
-        "comment": _comment(result.explanation, TraceRedaction(redactor.sensitive, (), ())),
+        "comment": clean_comment(result.explanation, TraceRedaction(redactor.sensitive, (), ())),
         "metadata": {
             "source": result.source,
             "label": result.label,
