@@ -93,7 +93,9 @@ def price_run(trajectory: Trajectory) -> RunCost:
     calls = tuple(price_call(call) for call in trajectory.model_calls)
     if not calls and trajectory.tokens.total > 0:
         return RunCost(calls, None, "tokens recorded on the agent span only, no model call to price")
-    unknown = [(call, cost) for call, cost in zip(trajectory.model_calls, calls, strict=True) if cost.usd is None]
+    unknown = [
+        (call, cost) for call, cost in zip(trajectory.model_calls, calls, strict=True) if cost.usd is None
+    ]
     if unknown:
         call, cost = unknown[0]
         more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
