@@ -195,6 +195,20 @@ def join_requests(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCa
     ]
 
 
+def _results_from_requests(models: list[ModelCall], tools: list[ToolCall]) -> None:
+    """A call whose span records no result (or that no span shows) takes the result the next model
+    request sent back for its call id."""
+    missing = {t.call_id: t for t in tools if t.result is None and t.call_id}
+    if not missing:
+        return
+    for model in models:
+        for call_id, result in model.tool_results:
+            call = missing.get(call_id)
+            if call is not None and model.start_ns >= call.start_ns:
+                call.result = result
+                del missing[call_id]
+
+
 def _requested_call(model: ModelCall, turn: int, index: int, req: RequestedTool) -> ToolCall:
     call = ToolCall(
         name=req.name,
@@ -308,6 +322,7 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     for call in tools:
         normalize_arguments(call)
     tools = sorted(tools + join_requests(models, tools), key=order)
+    _results_from_requests(models, tools)
     for call in tools:
         if not call.step_id:
             call.step_id = span_hex(call.span_id)

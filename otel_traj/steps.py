@@ -120,6 +120,9 @@ class ModelCall(_LazyInput):
     reasoning_tokens: int | None = None
     finish_reasons: tuple[str, ...] = ()
     requested_tools: tuple[RequestedTool, ...] = ()
+    # ``(call id, result)`` of the tool results the request sent back for the previous response's
+    # calls: a call's result where its own span records none.
+    tool_results: tuple[tuple[str, str], ...] = ()
     input_source: LazyText = None
     output_text: str | None = None
     ok: bool = True

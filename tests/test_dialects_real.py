@@ -92,6 +92,8 @@ def test_tool_calls_match_what_the_tools_executed(stem: Path) -> None:
         assert got == expected
     else:
         assert Counter(_key(t.name, _span_arguments(t), t.ok) for t in executed) == expected
+    if not recorded.span_results:
+        assert all(t.result is None for t in executed)
     for tool in tools:
         assert tool.step_id == f"{tool.span_id:016x}"
         assert not tool.truncated

@@ -180,6 +180,7 @@ def model_call(
     requested: tuple[RequestedTool, ...] = (),
     input_text: Any = None,
     output_text: Any = None,
+    tool_results: tuple[tuple[str, str], ...] = (),
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
     if len(requested) > MAX_REQUESTED:
@@ -198,6 +199,7 @@ def model_call(
         reasoning_tokens=usage.reasoning,
         finish_reasons=bounded_value(finish_reasons, max_chars),
         requested_tools=tuple(_requested(tool, max_chars) for tool in requested),
+        tool_results=tool_results,
         input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),
         ok=ok,

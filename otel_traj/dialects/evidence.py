@@ -103,6 +103,7 @@ def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         requested=requested,
         input_text=first_of(fields.MODEL_INPUT, view, attrs, max_chars),
         output_text=text,
+        tool_results=first_of(fields.MODEL_TOOL_RESULTS, view, attrs, max_chars) or (),
     )
 
 

@@ -143,6 +143,18 @@ MODEL_INPUT: tuple[Source, ...] = (
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 
+# Results the request sends back for the previous response's calls (``(call id, result)`` pairs).
+MODEL_TOOL_RESULTS: tuple[Source, ...] = (
+    Source(f"`{semconv.INPUT}`", semconv.input_results, trigger=semconv.INPUT),
+    Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.INPUT}`", semconv.details_results),
+    Source(
+        "`llm.input_messages.N.message.*` (OpenInference)",
+        openinference.flat_results,
+        trigger="llm.input_messages.0.message.role",
+    ),
+    Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_results, trigger="ai.prompt.messages"),
+)
+
 AGENT_NAME: tuple[Source, ...] = (
     attribute("gen_ai.agent.name"),
     attribute("agent.name", note="OpenInference"),
@@ -218,6 +230,7 @@ TABLE: dict[str, tuple[Source, ...]] = {
     "finish reasons": FINISH_REASONS,
     "model output (text, requested tools, finish reasons)": MODEL_OUTPUT,
     "model input (the user's last message)": MODEL_INPUT,
+    "tool results sent back in the model input": MODEL_TOOL_RESULTS,
     "agent name": AGENT_NAME,
     "conversation id": CONVERSATION_ID,
     "agent input": AGENT_INPUT,

@@ -27,6 +27,7 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
+from otel_traj.dialects._results import ToolResults, results_of
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
@@ -65,6 +66,29 @@ def flat_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str 
             text = _message_text(attrs, prefix)
             found = text if text is not None else found
     return clip_text(found, max_chars)
+
+
+def flat_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
+    """Tool results after the last assistant message of ``llm.input_messages.N.message.*``."""
+    last_assistant = -1
+    count = 0
+    for index in range(MAX_MESSAGES):
+        role = attrs.get(f"llm.input_messages.{index}.message.role")
+        if role is None:
+            break
+        count = index + 1
+        if role in ("assistant", "model", "ai"):
+            last_assistant = index
+    messages = [
+        {
+            "role": "tool",
+            "tool_call_id": attrs.get(f"llm.input_messages.{index}.message.tool_call_id"),
+            "content": _message_text(attrs, f"llm.input_messages.{index}.message."),
+        }
+        for index in range(last_assistant + 1, count)
+        if attrs.get(f"llm.input_messages.{index}.message.role") == "tool" and last_assistant >= 0
+    ]
+    return results_of(messages, max_chars) or None
 
 
 def flat_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:

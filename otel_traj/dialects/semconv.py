@@ -23,6 +23,7 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
+from otel_traj.dialects._results import ToolResults, request_results
 from otel_traj.spanview import SpanView
 from otel_traj.steps import LazyText
 
@@ -66,6 +67,17 @@ def _lazy_input(raw: Any, max_chars: int) -> LazyText:
 
 def input_messages(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> LazyText:
     return _lazy_input(attrs.get(INPUT), max_chars)
+
+
+def input_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
+    raw = attrs.get(INPUT)
+    return request_results(raw, max_chars) or None if raw is not None else None
+
+
+def details_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
+    details = _details(view) if view.events else None
+    raw = details.get(INPUT) if details else None
+    return request_results(raw, max_chars) or None if raw is not None else None
 
 
 def output_messages(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from otel_traj.dialects._base import as_str, clip_text, first, loads
 from otel_traj.dialects._messages import Output, as_messages, content_text, last_user_text, last_user_text_in
+from otel_traj.dialects._results import ToolResults, request_results
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool, StepKind
 
@@ -67,6 +68,11 @@ def response(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output
 def prompt_messages(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
     value = attrs.get("ai.prompt.messages")
     return last_user_text_in(value, max_chars) if value is not None else None
+
+
+def prompt_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
+    value = attrs.get("ai.prompt.messages")
+    return request_results(value, max_chars) or None if value is not None else None
 
 
 def prompt_text(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:

@@ -1,0 +1,128 @@
+"""Tool results that a model request carries: what the framework sent back for the calls the model
+asked for in its previous response.
+
+Some frameworks record a tool's result only there (AutoGen's tool spans have none; CrewAI under
+OpenLLMetry records no tool span at all), so the trajectory builder takes a call's result from the
+next request that answers its call id. Only the messages after the request's last assistant message
+are new: they are read from the end of the text, so a request that repeats a long conversation is
+not parsed in full. Accepted shapes: OpenAI ``{"role": "tool", "tool_call_id", "content"}``, GenAI
+semconv parts ``{"type": "tool_call_response", "id", "response" (or "result")}``, Vercel AI SDK ``{"type":
+"tool-result", "toolCallId", "output"}``, Bedrock ``{"toolResult": {"toolUseId", "content"}}``,
+Gemini ``{"function_response": {"id", "response"}}`` and Responses API ``function_call_output``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from otel_traj.dialects._base import PARSE_LIMIT, as_str, as_text, clip_text, loads
+from otel_traj.dialects._messages import content_text
+
+# ``(call id, result text)`` pairs, as many as a response may request.
+ToolResults = tuple[tuple[str, str], ...]
+MAX_RESULTS = 128
+_DECODER = json.JSONDecoder()
+_ASSISTANT_MARKERS = ('"role": "assistant"', '"role":"assistant"', '"role": "model"', '"role":"model"')
+_ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
+
+
+def _result(block: Any) -> tuple[Any, Any] | None:
+    """``(call id, result)`` of one content block or part, or None."""
+    if not isinstance(block, Mapping):
+        return None
+    kind = block.get("type")
+    if kind == "tool_call_response":
+        # ``result`` in pydantic-ai's record of the part, ``response`` in the conventions.
+        return block.get("id"), block.get("response", block.get("result"))
+    if kind == "tool-result":
+        return block.get("toolCallId"), block.get("output", block.get("result"))
+    if kind == "function_call_output":
+        return block.get("call_id"), block.get("output")
+    nested = block.get("toolResult")
+    if isinstance(nested, Mapping):
+        return nested.get("toolUseId"), nested.get("content")
+    nested = block.get("function_response")
+    if isinstance(nested, Mapping):
+        return nested.get("id"), nested.get("response")
+    return None
+
+
+def _message_results(message: Any) -> list[tuple[Any, Any]]:
+    if not isinstance(message, Mapping):
+        return []
+    if message.get("role") == "tool" and "tool_call_id" in message:
+        return [(message.get("tool_call_id"), message.get("content"))]
+    found = _result(message)
+    if found is not None:
+        return [found]
+    blocks = message.get("parts")
+    if not isinstance(blocks, list):
+        blocks = message.get("content")
+    if not isinstance(blocks, list):
+        return []
+    return [r for r in map(_result, blocks) if r is not None]
+
+
+def results_of(messages: list[Any], max_chars: int) -> ToolResults:
+    """The tool results among ``messages`` (the ones after the last assistant message)."""
+    pairs: list[tuple[str, str]] = []
+    for message in messages:
+        for call_id, value in _message_results(message):
+            key = as_str(call_id)
+            # A result is any text (JSON of the value, often); a list of text blocks is its text.
+            text = (content_text(value) if isinstance(value, list) else None) or as_text(value)
+            if key is not None and text is not None and len(pairs) < MAX_RESULTS:
+                pairs.append((clip_text(key, max_chars) or key, clip_text(text, max_chars) or ""))
+    return tuple(pairs)
+
+
+def _after_last_assistant(messages: list[Any]) -> list[Any]:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, Mapping) and message.get("role") in _ASSISTANT_ROLES:
+            return messages[index + 1 :]
+    return []
+
+
+def _tail(text: str) -> list[Any] | None:
+    """The messages after the last assistant message of a JSON message list, decoded from the end;
+    None when the text has to be parsed in full to tell."""
+    start = max(text.rfind(marker) for marker in _ASSISTANT_MARKERS)
+    if start < 0:
+        return []  # no assistant message yet: the first request, no results
+    opening = text.rfind("{", 0, start)
+    if opening < 0 or text[opening + 1 : start].strip():
+        return None
+    try:
+        _, position = _DECODER.raw_decode(text, opening)
+    except ValueError:
+        return None
+    messages: list[Any] = []
+    end = len(text)
+    while position < end:
+        while position < end and text[position] in " \t\r\n,":
+            position += 1
+        if position >= end or text[position] == "]":
+            return messages
+        try:
+            message, position = _DECODER.raw_decode(text, position)
+        except ValueError:
+            return None
+        messages.append(message)
+    return None
+
+
+def request_results(value: Any, max_chars: int) -> ToolResults:
+    """The tool results a request's message list (JSON text or a list) carries after its last
+    assistant message."""
+    if isinstance(value, str):
+        tail = _tail(value)
+        if tail is None:
+            parsed = loads(value, PARSE_LIMIT)
+            tail = _after_last_assistant(parsed) if isinstance(parsed, list) else []
+        return results_of(tail, max_chars)
+    if isinstance(value, list):
+        return results_of(_after_last_assistant(value), max_chars)
+    return ()
