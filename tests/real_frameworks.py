@@ -89,4 +89,7 @@ FRAMEWORKS: dict[str, Recorded] = {
     ),
     "strands": Recorded(),
     "strands_latest": Recorded(),
+    # Vercel AI SDK (JavaScript): the agent's name only as the telemetry functionId, the conversation
+    # id only as telemetry metadata (`ai.telemetry.metadata.sessionId`); nothing else is left out.
+    "vercel_ai": Recorded(tool="vercel", model="vercel", agent="vercel"),
 }
