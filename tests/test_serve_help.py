@@ -33,6 +33,7 @@ SETTINGS = {
     "--max-steps": ("OTEL_TRAJ_MAX_STEPS", "9", lambda s: s.assembler.max_steps),
     "--store-queue": ("OTEL_TRAJ_STORE_QUEUE", "11", lambda s: s.store_queue),
     "--emit-otel": ("OTEL_TRAJ_EMIT_OTEL", "http://c:4318", lambda s: s.emit_otel),
+    "--conversations-from": ("OTEL_TRAJ_CONVERSATIONS_FROM", "logs", lambda s: s.conversations_from),
 }
 LOGGING = {"--log-level": ("OTEL_TRAJ_LOG_LEVEL", "debug"), "--log-format": ("OTEL_TRAJ_LOG_FORMAT", "json")}
 

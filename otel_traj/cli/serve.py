@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from otel_traj.cli.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from otel_traj.config import AssemblerConfig, env_str, strict_settings
 from otel_traj.policy import PolicyError
-from otel_traj.serve.settings import ServeSettings
+from otel_traj.serve.settings import CONVERSATIONS_FROM, ServeSettings
 from otel_traj.sinks.store import StoreError
 
 if TYPE_CHECKING:
@@ -114,6 +114,13 @@ def register(subparsers: Any) -> None:
         metavar="URL",
         help="export gen_ai.evaluation.result events over OTLP/HTTP to URL/v1/logs "
         "(env OTEL_TRAJ_EMIT_OTEL, default none)",
+    )
+    parser.add_argument(
+        "--conversations-from",
+        choices=CONVERSATIONS_FROM,
+        help="grade conversations from the traces this service grades, or from the trace summaries "
+        "received on /v1/logs and LogsService (a fleet's conversation tier) "
+        "(env OTEL_TRAJ_CONVERSATIONS_FROM, default traces)",
     )
     parser.add_argument(
         "--log-level",

@@ -41,6 +41,9 @@ class Conversations:
 
     policy: returns the policy in force (``serve`` reloads it). max_conversations / max_bytes:
     ``OTEL_TRAJ_MAX_CONVERSATIONS`` (10,000) / ``OTEL_TRAJ_CONVERSATION_MAX_BYTES`` (64 MiB).
+    observe_traces: False where conversations are assembled from summaries other replicas send
+    (``serve --conversations-from logs``): ``observe`` then keeps nothing, so no conversation is
+    graded twice, or in part from the traces that happened to reach this replica.
     """
 
     def __init__(
@@ -51,8 +54,10 @@ class Conversations:
         max_bytes: int | None = None,
         stats: PipelineStats | None = None,
         clock: Callable[[], float] = time.monotonic,
+        observe_traces: bool = True,
     ) -> None:
         self._policy = policy
+        self.observe_traces = observe_traces
         self.max_conversations = (
             max_conversations
             if max_conversations is not None
@@ -86,6 +91,8 @@ class Conversations:
 
     def observe(self, verdict: Verdict) -> None:
         """A graded trace: kept when its agent's policy has a ``conversation`` section."""
+        if not self.observe_traces:
+            return
         policy = self._policy()
         if policy is None or not verdict.trajectory.conversation_id:
             return

@@ -1,4 +1,5 @@
-"""OTLP/gRPC: ``opentelemetry.proto.collector.trace.v1.TraceService/Export`` on grpcio.
+"""OTLP/gRPC: ``opentelemetry.proto.collector.trace.v1.TraceService/Export`` on grpcio, and
+``opentelemetry.proto.collector.logs.v1.LogsService/Export`` (the same token, limits and statuses).
 
 The handler takes the raw request bytes (no deserializer registered) so that an undecodable payload
 becomes INVALID_ARGUMENT with a message rather than grpcio's generic INTERNAL. gzip is handled by
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -21,13 +22,15 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from otel_traj.serve.codec import decode_protobuf, response
-from otel_traj.serve.ingest import INTERNAL_ERROR, Ingest, InvalidRequest, Refused
+from otel_traj.serve.ingest import INTERNAL_ERROR, Ingest, InvalidRequest, ReceiverStats, Refused
 from otel_traj.serve.listen import why_unavailable
+from otel_traj.serve.logs import LogIngest, decode_logs_protobuf, logs_response
 from otel_traj.serve.tls import ServedCertificate, TlsFiles
 
 logger = logging.getLogger("otel_traj.serve")
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 TRANSPORT = "grpc"
 
 
@@ -57,8 +60,17 @@ def _throttled(reason: str, retry_after_s: float) -> _Status:
     )
 
 
+def _export_handler(behaviour: Callable[[bytes, grpc.ServicerContext], Any]) -> grpc.RpcMethodHandler:
+    return grpc.unary_unary_rpc_method_handler(
+        behaviour,
+        request_deserializer=None,
+        response_serializer=lambda message: message.SerializeToString(),
+    )
+
+
 class GrpcReceiver:
-    """Serves ``TraceService/Export`` on ``host:port`` (port 0: a free one, see :attr:`port`)."""
+    """Serves ``TraceService/Export`` on ``host:port`` (port 0: a free one, see :attr:`port`), and
+    ``LogsService/Export`` with ``logs``."""
 
     def __init__(
         self,
@@ -69,24 +81,22 @@ class GrpcReceiver:
         max_request_bytes: int = 16 * 1024 * 1024,
         workers: int = 8,
         tls: ServedCertificate | None = None,
+        logs: LogIngest | None = None,
     ) -> None:
         self.ingest = ingest
+        self.logs = logs
         self._token = f"Bearer {auth_token}".encode() if auth_token else None
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otel-traj-grpc")
+        handlers = [grpc.method_handlers_generic_handler(SERVICE, {"Export": _export_handler(self._export)})]
+        if logs is not None:
+            handlers.append(
+                grpc.method_handlers_generic_handler(
+                    LOGS_SERVICE, {"Export": _export_handler(self._export_logs)}
+                )
+            )
         self._server = grpc.server(
             self._executor,
-            handlers=[
-                grpc.method_handlers_generic_handler(
-                    SERVICE,
-                    {
-                        "Export": grpc.unary_unary_rpc_method_handler(
-                            self._export,
-                            request_deserializer=None,
-                            response_serializer=lambda message: message.SerializeToString(),
-                        )
-                    },
-                )
-            ],
+            handlers=handlers,
             options=[
                 ("grpc.max_receive_message_length", max_request_bytes),
                 # grpcio shares a port with any other process that asks (SO_REUSEPORT): a second
@@ -125,12 +135,33 @@ class GrpcReceiver:
         return False
 
     def _export(self, data: bytes, context: grpc.ServicerContext) -> Any:
-        stats = self.ingest.stats
+        return self._serve(data, context, self.ingest.stats, self._accept_traces)
+
+    def _export_logs(self, data: bytes, context: grpc.ServicerContext) -> Any:
+        assert self.logs is not None  # registered only with logs
+        return self._serve(data, context, self.logs.stats, self._accept_logs)
+
+    def _accept_traces(self, data: bytes) -> tuple[Any, int]:
+        accepted = self.ingest.accept(decode_protobuf(data))
+        return response(accepted), accepted.rejected
+
+    def _accept_logs(self, data: bytes) -> tuple[Any, int]:
+        assert self.logs is not None
+        accepted = self.logs.accept(decode_logs_protobuf(data))
+        return logs_response(accepted), accepted.rejected
+
+    def _serve(
+        self,
+        data: bytes,
+        context: grpc.ServicerContext,
+        stats: ReceiverStats,
+        export: Callable[[bytes], tuple[Any, int]],
+    ) -> Any:
         if not self._authorized(context):
             stats.count_request(TRANSPORT, "unauthorized")
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         try:
-            accepted = self.ingest.accept(decode_protobuf(data))
+            reply, rejected = export(data)
         except InvalidRequest as exc:
             stats.count_request(TRANSPORT, "invalid")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -141,8 +172,8 @@ class GrpcReceiver:
             stats.count_request(TRANSPORT, "internal_error")
             self.ingest.failed(TRANSPORT)
             context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
-        stats.count_request(TRANSPORT, "partial" if accepted.rejected else "ok")
-        return response(accepted)
+        stats.count_request(TRANSPORT, "partial" if rejected else "ok")
+        return reply
 
 
 def _following(certificate: ServedCertificate) -> grpc.ServerCredentials:

@@ -1,4 +1,4 @@
-"""OTLP/HTTP: ``POST /v1/traces`` as an ASGI application (served by uvicorn).
+"""OTLP/HTTP: ``POST /v1/traces`` and ``POST /v1/logs`` as an ASGI application (served by uvicorn).
 
 Protobuf (``application/x-protobuf``) and JSON (``application/json``) bodies, gzip or deflate.
 Errors follow the OTLP/HTTP spec: a ``google.rpc.Status`` body in the request's encoding, 400 for
@@ -6,7 +6,8 @@ payloads that cannot be decoded, 401 without the bearer token, 413 over the size
 other media types, and 503 with ``Retry-After`` when the receiver is over capacity (retryable). A
 request in neither encoding (a 415, a browser's GET) is answered in the encoding its ``Accept``
 header names, else in plain text: a protobuf body would be unreadable to the client that sent it.
-Decoding and admission run on a thread pool so the event loop keeps accepting connections.
+Decoding and admission run on a thread pool so the event loop keeps accepting connections. Both
+paths take the same encodings, compression, size limit and bearer token; each counts its own requests.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from google.rpc import code_pb2
@@ -30,7 +32,8 @@ from otel_traj.serve.codec import (
     response_body,
     status_body,
 )
-from otel_traj.serve.ingest import INTERNAL_ERROR, Accepted, Ingest, InvalidRequest, Refused
+from otel_traj.serve.ingest import INTERNAL_ERROR, Ingest, InvalidRequest, ReceiverStats, Refused
+from otel_traj.serve.logs import LogIngest, decode_logs_json, decode_logs_protobuf, logs_response_body
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,8 +41,20 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
 TRANSPORT = "http"
 TEXT = "text/plain; charset=utf-8"
+
+
+@dataclass(slots=True, frozen=True)
+class _Signal:
+    """What one path does: its request counters, its decoders, admission and reply."""
+
+    stats: ReceiverStats
+    decode_protobuf: Callable[[bytes], Any]
+    decode_json: Callable[[bytes], Any]
+    accept: Callable[[Any], Any]
+    response_body: Callable[[Any, str], bytes]
 
 
 class _Reject(Exception):
@@ -61,7 +76,8 @@ def _retry_after(seconds: float) -> bytes:
 
 
 class OtlpHttpApp:
-    """The ASGI callable. ``executor`` runs decoding and admission (default: 4 threads)."""
+    """The ASGI callable. ``executor`` runs decoding and admission (default: 4 threads); ``logs``
+    serves ``/v1/logs``."""
 
     def __init__(
         self,
@@ -69,8 +85,16 @@ class OtlpHttpApp:
         auth_token: str | None = None,
         max_request_bytes: int = 16 * 1024 * 1024,
         executor: ThreadPoolExecutor | None = None,
+        logs: LogIngest | None = None,
     ) -> None:
         self.ingest = ingest
+        self._signals = {
+            PATH: _Signal(ingest.stats, decode_protobuf, decode_json, ingest.accept, response_body)
+        }
+        if logs is not None:
+            self._signals[LOGS_PATH] = _Signal(
+                logs.stats, decode_logs_protobuf, decode_logs_json, logs.accept, logs_response_body
+            )
         self._token = f"Bearer {auth_token}".encode() if auth_token else None
         self.max_request_bytes = max_request_bytes
         self._executor = executor or ThreadPoolExecutor(max_workers=4, thread_name_prefix="otel-traj-http")
@@ -80,10 +104,12 @@ class OtlpHttpApp:
             return
         headers = {k.lower(): v for k, v in scope["headers"]}
         content_type = _media_type(headers.get(b"content-type", b""))
+        # Requests to an unknown path are counted with the traces'.
+        signal = self._signals.get(scope["path"], self._signals[PATH])
         try:
-            accepted = await self._handle(scope, headers, content_type, receive)
+            accepted = await self._handle(scope, headers, content_type, receive, signal)
         except _Reject as reject:
-            self.ingest.stats.count_request(TRANSPORT, reject.result)
+            signal.stats.count_request(TRANSPORT, reject.result)
             error_type = _error_type(content_type, headers.get(b"accept", b""))
             if error_type == TEXT:
                 body = f"{reject.text}\n".encode()
@@ -92,14 +118,17 @@ class OtlpHttpApp:
             await _respond(send, reject.status, error_type, body, reject.headers)
             return
         reply_type = JSON if content_type == JSON else PROTOBUF
-        self.ingest.stats.count_request(TRANSPORT, "partial" if accepted.rejected else "ok")
-        await _respond(send, 200, reply_type, response_body(accepted, reply_type))
+        signal.stats.count_request(TRANSPORT, "partial" if accepted.rejected else "ok")
+        await _respond(send, 200, reply_type, signal.response_body(accepted, reply_type))
 
     async def _handle(
-        self, scope: Scope, headers: dict[bytes, bytes], content_type: str, receive: Receive
-    ) -> Accepted:
-        if scope["path"] != PATH:
-            raise _Reject(404, code_pb2.NOT_FOUND, f"no such path; OTLP traces go to {PATH}", "invalid")
+        self, scope: Scope, headers: dict[bytes, bytes], content_type: str, receive: Receive, signal: _Signal
+    ) -> Any:
+        if scope["path"] not in self._signals:
+            where = f"OTLP traces go to {PATH}" + (
+                f", logs to {LOGS_PATH}" if LOGS_PATH in self._signals else ""
+            )
+            raise _Reject(404, code_pb2.NOT_FOUND, f"no such path; {where}", "invalid")
         if scope["method"] != "POST":
             raise _Reject(405, code_pb2.UNIMPLEMENTED, "only POST is supported", "invalid")
         if self._token is not None and not hmac.compare_digest(
@@ -127,10 +156,12 @@ class OtlpHttpApp:
                 415, code_pb2.INVALID_ARGUMENT, f"unsupported content encoding {encoding!r}", "invalid"
             )
         body = await self._read_body(headers, receive)
-        decode = decode_json if content_type == JSON else decode_protobuf
+        decode = signal.decode_json if content_type == JSON else signal.decode_protobuf
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor, self._decode_and_accept, body, encoding, decode)
+            return await loop.run_in_executor(
+                self._executor, self._decode_and_accept, body, encoding, decode, signal.accept
+            )
         except TooLarge as exc:
             raise _Reject(413, code_pb2.INVALID_ARGUMENT, str(exc), "too_large") from None
         except InvalidRequest as exc:
@@ -143,8 +174,10 @@ class OtlpHttpApp:
             self.ingest.failed(TRANSPORT)
             raise _Reject(500, code_pb2.INTERNAL, INTERNAL_ERROR, "internal_error") from None
 
-    def _decode_and_accept(self, body: bytes, encoding: str, decode: Callable[[bytes], Any]) -> Accepted:
-        return self.ingest.accept(decode(decompress(body, encoding, self.max_request_bytes)))
+    def _decode_and_accept(
+        self, body: bytes, encoding: str, decode: Callable[[bytes], Any], accept: Callable[[Any], Any]
+    ) -> Any:
+        return accept(decode(decompress(body, encoding, self.max_request_bytes)))
 
     async def _read_body(self, headers: dict[bytes, bytes], receive: Receive) -> bytes:
         limit = self.max_request_bytes

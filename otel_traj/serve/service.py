@@ -35,6 +35,7 @@ from otel_traj.serve.health import HealthApp, register_service_metrics
 from otel_traj.serve.http_receiver import OtlpHttpApp
 from otel_traj.serve.ingest import Ingest
 from otel_traj.serve.listen import PortUnavailable, listen
+from otel_traj.serve.logs import LogIngest, LogsCollector
 from otel_traj.serve.policy_holder import PolicyHolder
 from otel_traj.serve.settings import ServeSettings
 from otel_traj.serve.tls import ServedCertificate, TlsFiles, follow_in_handshakes, load_tls
@@ -137,7 +138,10 @@ class Service:
                 )
             )
         sinks.extend(extra_sinks)
-        self.conversations = Conversations(lambda: self.policy.policy, stats=self.stats)
+        from_logs = settings.conversations_from == "logs"
+        self.conversations = Conversations(
+            lambda: self.policy.policy, stats=self.stats, observe_traces=not from_logs
+        )
         config = self.policy.assembler_config(settings.assembler)
         self.pipeline = Pipeline(
             grade=self.policy.grade,
@@ -149,8 +153,10 @@ class Service:
             conversations=self.conversations,
         )
         self.ingest = Ingest(self.pipeline, settings.retry_after_s)
+        self.logs = LogIngest(self.conversations, from_logs, settings.retry_after_s)
         registry: CollectorRegistry = self.prometheus.registry
         register_service_metrics(registry, self.ingest.stats, self.tls)
+        registry.register(LogsCollector(self.logs))
         register_pipeline_health(registry, self.stats, *(sink.stats for sink in sinks))
         self._ready = False
         self._stopped = False
@@ -165,7 +171,14 @@ class Service:
     def start(self) -> Ports:
         s = self.settings
         self._grpc = GrpcReceiver(
-            self.ingest, s.host, s.grpc_port, self.auth_token, s.max_request_bytes, s.grpc_workers, self.tls
+            self.ingest,
+            s.host,
+            s.grpc_port,
+            self.auth_token,
+            s.max_request_bytes,
+            s.grpc_workers,
+            self.tls,
+            logs=self.logs,
         )
         # Every port is bound before anything is served: a port already taken stops startup with
         # nothing started.
@@ -180,7 +193,7 @@ class Service:
             self._grpc = None
             raise
         self._grpc.start()
-        self._http_app = OtlpHttpApp(self.ingest, self.auth_token, s.max_request_bytes)
+        self._http_app = OtlpHttpApp(self.ingest, self.auth_token, s.max_request_bytes, logs=self.logs)
         # Limits count requests in progress, never idle connections (which the idle timeout closes);
         # the probes are outside the operations port's limit.
         http_app = RequestLimit(self._http_app, HTTP_REQUESTS)
@@ -257,6 +270,7 @@ class Service:
         self._stopped = True
         self._ready = False
         self.ingest.close()
+        self.logs.close()
         if self._grpc is not None:
             self._grpc.stop(DRAIN_S)
         if self._servers:

@@ -7,6 +7,9 @@ from pathlib import Path
 
 from otel_traj.config import AssemblerConfig, env_float, env_int, env_str
 
+# Where a service's conversations come from: the traces it grades, or other replicas' events.
+CONVERSATIONS_FROM = ("traces", "logs")
+
 
 @dataclass(slots=True, frozen=True, kw_only=True)
 class ServeSettings:
@@ -26,6 +29,9 @@ class ServeSettings:
     complete request head, when new or between keep-alive requests; it bounds the connections that
     clients which never speak can hold. ``emit_otel``: base URL of an OTLP/HTTP receiver the
     ``gen_ai.evaluation.result`` events are exported to (``<emit_otel>/v1/logs``); unset, none.
+    ``conversations_from``: ``traces`` (conversations from the traces this service grades) or
+    ``logs`` (from the trace summaries other replicas' events carry, received on the OTLP logs
+    endpoints; this service's own traces then reach its conversations only through those events).
     """
 
     host: str = field(default_factory=lambda: env_str("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
@@ -47,6 +53,9 @@ class ServeSettings:
     grpc_workers: int = field(default_factory=lambda: env_int("OTEL_TRAJ_GRPC_WORKERS", 8))
     idle_timeout_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_IDLE_TIMEOUT_S", 10.0))
     emit_otel: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_EMIT_OTEL", None))
+    conversations_from: str = field(
+        default_factory=lambda: env_str("OTEL_TRAJ_CONVERSATIONS_FROM", "traces") or "traces"
+    )
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
 
     def __post_init__(self) -> None:
@@ -62,6 +71,11 @@ class ServeSettings:
             raise ValueError("tls_client_ca: client certificates need TLS, give tls_cert and tls_key too")
         if self.auth_token and self.auth_token_file:
             raise ValueError("auth_token and auth_token_file: give one or the other, not both")
+        if self.conversations_from not in CONVERSATIONS_FROM:
+            raise ValueError(
+                f"conversations_from={self.conversations_from!r}: expected one of "
+                + ", ".join(CONVERSATIONS_FROM)
+            )
         if not self.idle_timeout_s > 0:
             raise ValueError(f"idle_timeout_s={self.idle_timeout_s}: must be positive")
         if self.max_request_bytes < 1:
