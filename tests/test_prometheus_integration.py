@@ -241,6 +241,12 @@ def run_clean_and_violating(
     wait_for(lambda: prometheus.scalar(unsafe) == 1, "the unsafe verdict")
     assert prometheus.scalar("sum(otel_traj_trajectories_total)") == 2
     assert prometheus.scalar(f'sum(otel_traj_trajectories_total{{outcome="{clean.outcome}"}})') == 1
+    # The failure stage: the scope violation broke the parameters link; the clean run broke none.
+    assert violating.stage == "parameters"
+    stages = {
+        s["metric"]["stage"]: float(s["value"][1]) for s in prometheus.query("otel_traj_trajectories_total")
+    }
+    assert stages == {"parameters": 1, clean.stage or "none": 1}
     # Counted live, not again when the final verdict repeated it.
     assert prometheus.scalar("sum(otel_traj_scope_violations_total)") == 1
     assert prometheus.scalar('sum(otel_traj_check_results_total{check="scope",status="fail"})') == 1
@@ -306,7 +312,8 @@ def test_disable_created_series_is_honoured(disabled: str) -> None:
     body = output(
         start_python(EXPORT_RUNS + PRINT_EXPOSITION, "violating", PROMETHEUS_DISABLE_CREATED_SERIES=disabled)
     )
-    assert 'otel_traj_trajectories_total{agent="support_agent",outcome="unsafe",version=""} 1.0' in body
+    unsafe = 'agent="support_agent",outcome="unsafe",stage="parameters",version=""'
+    assert f"otel_traj_trajectories_total{{{unsafe}}} 1.0" in body
     assert ("_created" in body) is (disabled == "False")
 
 
@@ -339,5 +346,5 @@ def test_multiprocess_mode_sums_the_processes(tmp_path: Path) -> None:
         single.export(grader.grade(run))
     expected = value_samples(single.registry)
     assert value_samples(merged) == pytest.approx(expected)
-    unsafe = {"agent": "support_agent", "version": "", "outcome": "unsafe"}
+    unsafe = {"agent": "support_agent", "version": "", "outcome": "unsafe", "stage": "parameters"}
     assert merged.get_sample_value("otel_traj_trajectories_total", unsafe) == 2

@@ -52,6 +52,12 @@ def live(trace_id: int, step_id: str, tool_name: str = "list_invoices") -> LiveV
 VERSIONED = ("otel_traj_trajectories", "otel_traj_check_results", "otel_traj_trajectory_")
 
 
+# The runs' ``otel_traj_trajectories_total`` series: the scope violation broke the chain at the
+# parameters link (the failure stage); the clean run broke none.
+PASSED = {"agent": "support_agent", "outcome": "pass", "stage": "none"}
+UNSAFE = {"agent": "support_agent", "outcome": "unsafe", "stage": "parameters"}
+
+
 def value(target: PrometheusSink, name: str, **labels: str) -> float | None:
     if name.startswith(VERSIONED):
         labels.setdefault("version", "")
@@ -67,8 +73,8 @@ def test_export_counts_outcomes_checks_tools_and_observes_histograms() -> None:
     sink.export(make_verdict(CLEAN_TRACE, violating=False))
     sink.export(make_verdict(VIOLATING_TRACE, violating=True))
 
-    assert value(sink, "otel_traj_trajectories_total", agent="support_agent", outcome="pass") == 1
-    assert value(sink, "otel_traj_trajectories_total", agent="support_agent", outcome="unsafe") == 1
+    assert value(sink, "otel_traj_trajectories_total", **PASSED) == 1
+    assert value(sink, "otel_traj_trajectories_total", **UNSAFE) == 1
     scope = {"agent": "support_agent", "check": "scope", "severity": "critical"}
     assert value(sink, "otel_traj_check_results_total", status="fail", **scope) == 1
     assert value(sink, "otel_traj_check_results_total", status="pass", **scope) == 1
@@ -268,7 +274,8 @@ def test_pipeline_health_sums_the_stats_of_one_registry_each_counted_once() -> N
 def test_registries_are_isolated_and_collisions_detected() -> None:
     first, second = PrometheusSink(), PrometheusSink()
     first.export(make_verdict(CLEAN_TRACE, violating=False))
-    assert value(second, "otel_traj_trajectories_total", agent="support_agent", outcome="pass") is None
+    assert value(first, "otel_traj_trajectories_total", **PASSED) == 1
+    assert value(second, "otel_traj_trajectories_total", **PASSED) is None
     assert REGISTRY.get_sample_value("otel_traj_trajectories_total", {"agent": "support_agent"}) is None
 
     shared = CollectorRegistry()
@@ -358,14 +365,15 @@ def test_asgi_app_mounted_by_a_host_server(asgi_server: tuple[PrometheusSink, in
     content_type, body = fetch(f"http://127.0.0.1:{port}/metrics", OPENMETRICS)
     assert content_type.startswith("application/openmetrics-text")
     assert f'trace_id="{VIOLATING_TRACE:032x}"' in body
-    assert 'otel_traj_trajectories_total{agent="support_agent",outcome="unsafe",version=""} 1.0' in body
+    unsafe = 'agent="support_agent",outcome="unsafe",stage="parameters",version=""'
+    assert f"otel_traj_trajectories_total{{{unsafe}}} 1.0" in body
 
 
 # The public contract the dashboards and alert rules read: family, type, labels, and bucket bounds as
 # exposed (a changed ``le`` string starts a new series and breaks histogram_quantile over the change).
 STEPS_LE = "0.0 1.0 2.0 3.0 4.0 5.0 6.0 8.0 10.0 12.0 15.0 20.0 25.0 30.0 40.0 50.0 75.0 100.0 +Inf"
 CONTRACT = {
-    "otel_traj_trajectories": ("counter", {"agent", "version", "outcome"}, None),
+    "otel_traj_trajectories": ("counter", {"agent", "version", "outcome", "stage"}, None),
     "otel_traj_check_results": ("counter", {"agent", "version", "check", "status", "severity"}, None),
     "otel_traj_scope_violations": ("counter", {"agent", "tool"}, None),
     "otel_traj_tool_calls": ("counter", {"agent", "tool", "status"}, None),

@@ -62,6 +62,9 @@ COST_BUCKETS = (
 # The ``version`` label of a run whose agent version is not known (Prometheus reads an empty value
 # as the label being absent, so unversioned series keep the labels they had).
 UNVERSIONED = ""
+# The ``stage`` label of a run that broke no link (it passed, or failed only warnings); the other
+# values are the links of ``otel_traj.stages.STAGES``, so the label is bounded.
+NO_STAGE = "none"
 
 # Traces with a live violation whose verdict has not arrived yet; beyond this the oldest are
 # forgotten (their violations may then be counted again at export).
@@ -163,8 +166,8 @@ class PrometheusSink(Sink):
         registry = self.registry
         self.trajectories = Counter(
             "otel_traj_trajectories",
-            "Graded trajectories by outcome.",
-            ["agent", "version", "outcome"],
+            "Graded trajectories by outcome and failure stage (the earliest broken link; none).",
+            ["agent", "version", "outcome", "stage"],
             registry=registry,
         )
         self.check_results = Counter(
@@ -239,7 +242,8 @@ class PrometheusSink(Sink):
         version = verdict.versions.agent
         version = self.versions.label(version) if version else UNVERSIONED
         exemplar = {"trace_id": traj.trace_hex}
-        self._series(self.trajectories, agent, version, verdict.outcome).inc(exemplar=exemplar)
+        stage = verdict.stage or NO_STAGE
+        self._series(self.trajectories, agent, version, verdict.outcome, stage).inc(exemplar=exemplar)
         for check in verdict.checks:
             name = check.name if check.name in self._check_names else OTHER
             # Exemplars on failures only: a failed check's trace is the one worth opening.
