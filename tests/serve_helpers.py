@@ -93,9 +93,12 @@ def wait_for(condition: Callable[[], bool], timeout: float = 15.0, what: str = "
 
 
 class Served:
-    """One ``otel-traj serve`` process on free ports, its store in ``directory``."""
+    """One ``otel-traj serve`` process on free ports, its store in ``directory``; ``env`` adds to the
+    environment it runs in (which has no ``OTEL_*`` variables of its own)."""
 
-    def __init__(self, directory: Path, *args: str, store: Path | None = None) -> None:
+    def __init__(
+        self, directory: Path, *args: str, store: Path | None = None, env: dict[str, str] | None = None
+    ) -> None:
         self.store = store or directory / "verdicts.db"
         self.log = directory / f"serve-{next(_LOGS)}.log"
         with self.log.open("w") as log:
@@ -118,7 +121,7 @@ class Served:
                     *args,
                 ],
                 cwd=ROOT,
-                env=cli_env(),
+                env={**cli_env(), **(env or {})},
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
