@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import yaml
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from otel_traj.policy import Policy, parse_policy
 from tests.semconv_agent import INVOICES, Call, Run, Turn, emit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,3 +70,10 @@ def write_otlp(path: Path) -> Path:
     with recorded() as spans:
         path.write_bytes(encode_spans(spans).SerializeToString())
     return path
+
+
+def redacting_policy() -> Policy:
+    """The conversations' policy, with ``customer_id`` values kept out of what sinks publish."""
+    document = yaml.safe_load(POLICY.read_text())
+    document["redact"] = {"keys": ["customer_id"]}
+    return parse_policy(document)

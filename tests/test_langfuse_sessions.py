@@ -7,26 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from otel_traj import TrajectoryProcessor
 from otel_traj.conversations import ConversationVerdict
-from otel_traj.policy import Policy, parse_policy
 from otel_traj.sinks.langfuse import LangfuseSink
 from otel_traj.sinks.langfuse_sessions import OUTCOME_NAME, session_score_id
-from tests.conversation_runs import POLICY, emit_all
+from tests.conversation_runs import emit_all, redacting_policy
 from tests.langfuse_helpers import fast_sink
 from tests.langfuse_server import LangfuseTestServer, Version
-
-
-def redacting_policy() -> Policy:
-    """The conversations' policy, with ``customer_id`` values kept out of what sinks publish."""
-    document = yaml.safe_load(POLICY.read_text())
-    document["redact"] = {"keys": ["customer_id"]}
-    return parse_policy(document)
 
 
 def grade_conversations(server: LangfuseTestServer, sink: LangfuseSink) -> list[ConversationVerdict]:

@@ -136,11 +136,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(report)
     if args.html:
+        from otel_traj.conversations.serialize import conversation_to_dict
         from otel_traj.reports.html import write_html
         from otel_traj.serialize import verdict_to_dict
 
+        talks = [conversation_to_dict(c) for c in conversations or ()]
         try:
-            write_html(args.html, [verdict_to_dict(v) for v in verdicts])
+            write_html(args.html, [verdict_to_dict(v) for v in verdicts], conversations=talks)
         except OSError as exc:
             print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
             return EXIT_INPUT

@@ -12,6 +12,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from otel_traj.cli.report_conversations import report_conversations
 from otel_traj.config import env_str
 from otel_traj.reports.html import write_html
 from otel_traj.sinks.store import Query, StoreError, connect, read_verdicts
@@ -66,7 +67,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--agent", help="only this agent (the agent name, else the service name)")
     parser.add_argument("--outcome", choices=OUTCOMES, help="only this outcome")
     parser.add_argument("--failed", metavar="CHECK", help="only runs in which this check failed, e.g. scope")
-    parser.add_argument("--limit", type=int, help="at most this many trajectories")
+    parser.add_argument("--limit", type=int, help="at most this many trajectories (or conversations)")
+    parser.add_argument(
+        "--conversations",
+        action="store_true",
+        help="list conversation verdicts instead (--failed then names a conversation check)",
+    )
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
     parser.set_defaults(run=run)
@@ -106,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     query = Query(
         since_ns=args.since, agent=args.agent, outcome=args.outcome, failed=args.failed, limit=args.limit
     )
+    if args.conversations:
+        return report_conversations(conn, query, args)
     try:
         verdicts = list(read_verdicts(conn, query))
     except sqlite3.Error as exc:

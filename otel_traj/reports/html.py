@@ -17,6 +17,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from otel_traj.reports.html_conversations import conversations_html
+
 OUTCOMES = ("unsafe", "fail", "pass_with_warnings", "pass", "incomplete")
 OUTCOME_LABELS = {
     "unsafe": "unsafe",
@@ -96,6 +98,7 @@ td.args{max-width:420px;word-break:break-word}
 .legend i{display:inline-block;width:12px;height:10px;border-radius:2px;margin-right:4px;
 vertical-align:middle}
 [hidden]{display:none!important}
+h2.group{font-size:15px;color:var(--mute);margin:0 0 12px}
 """
 
 # Filtering by outcome: a click on a summary card shows only that outcome; a second click shows all.
@@ -341,8 +344,10 @@ def render_html(
     verdicts: Iterable[Mapping[str, Any]],
     title: str = "otel-traj report",
     generated_at: datetime | None = None,
+    conversations: Iterable[Mapping[str, Any]] = (),
 ) -> str:
-    """The report for ``verdicts`` (dicts from ``verdict_to_dict`` or the store), worst outcome first."""
+    """The report for ``verdicts`` (dicts from ``verdict_to_dict`` or the store), worst outcome first,
+    after ``conversations`` (dicts from ``conversation_to_dict`` or the store) if any."""
     rank = {o: i for i, o in enumerate(OUTCOMES)}
     items = list(verdicts)
     ordered = sorted(
@@ -356,19 +361,28 @@ def render_html(
         '<span><i style="box-shadow:0 0 0 2px var(--err)"></i>flagged by a failed check</span>'
         "<span>∥ parallel call</span><span>hover a bar for its arguments and result</span></div>"
     )
-    body = "".join(_trajectory(v, i) for i, v in enumerate(ordered))
+    talks = list(conversations)
+    anchors = {str(v.get("trace_id")): f"t{i}" for i, v in enumerate(ordered)}
+    body = conversations_html(talks, anchors, rank) + "".join(
+        _trajectory(v, i) for i, v in enumerate(ordered)
+    )
+    counted = f"{len(items)} trajectories" + (f", {len(talks)} conversation" if talks else "")
+    counted += "s" if len(talks) > 1 else ""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body><main>"
-        f"<h1>{escape(title)}</h1><p class=sub>{len(items)} trajectories, generated {moment} by otel-traj</p>"
+        f"<h1>{escape(title)}</h1><p class=sub>{counted}, generated {moment} by otel-traj</p>"
         f"{_summary(items)}{legend}{body}</main><script>{_JS}</script></body></html>\n"
     )
 
 
 def write_html(
-    path: str | Path, verdicts: Iterable[Mapping[str, Any]], title: str = "otel-traj report"
+    path: str | Path,
+    verdicts: Iterable[Mapping[str, Any]],
+    title: str = "otel-traj report",
+    conversations: Iterable[Mapping[str, Any]] = (),
 ) -> Path:
     target = Path(path)
-    target.write_text(render_html(verdicts, title), encoding="utf-8")
+    target.write_text(render_html(verdicts, title, conversations=conversations), encoding="utf-8")
     return target

@@ -21,10 +21,10 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -33,11 +33,13 @@ from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
 from otel_traj.redact import Redactor, SensitiveKey
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.base import Sink
+from otel_traj.sinks.store_conversations import ConversationRow, conversation_row, write_conversations
 from otel_traj.sinks.store_judgements import JudgementRow, judgement_row, write_judgements
 from otel_traj.sinks.store_schema import SCHEMA_VERSION, Query, StoreError, connect, read_verdicts
 from otel_traj.verdict import Verdict
 
 if TYPE_CHECKING:
+    from otel_traj.conversations import ConversationVerdict
     from otel_traj.judge.result import JudgeResult
 
 __all__ = [
@@ -71,6 +73,7 @@ _COLUMNS = (
     "verdict",
 )
 _CHECK_COLUMNS = 7
+_R = TypeVar("_R", JudgementRow, ConversationRow)
 
 
 def _upsert(rows: int) -> str:
@@ -280,7 +283,12 @@ class SqliteSink(Sink):
             return
         self._put(judgement_row(result, self._redactor))
 
-    def _put(self, item: Prepared | JudgementRow) -> None:
+    def export_conversation(self, verdict: ConversationVerdict) -> None:
+        """A conversation's verdict, into the table ``conversations`` (see ``store_conversations``); one
+        that cannot be encoded raises, and the pipeline counts it as this sink's error."""
+        self._put(conversation_row(verdict, self._redactor))
+
+    def _put(self, item: Prepared | JudgementRow | ConversationRow) -> None:
         with self._lock:
             # Backpressure: the pipeline worker waits here until the writer takes verdicts; a shutdown
             # (or a writer that is gone) ends the wait, and the verdict is dropped.
@@ -315,7 +323,10 @@ class SqliteSink(Sink):
                             self._write(prepared)
                         judged = [i for i in items if isinstance(i, JudgementRow)]
                         if judged:
-                            self._write_judgements(judged)
+                            self._write_rows("judgements", write_judgements, judged)
+                        talks = [i for i in items if isinstance(i, ConversationRow)]
+                        if talks:
+                            self._write_rows("conversations", write_conversations, talks)
                         for i in items:
                             if isinstance(i, threading.Event):
                                 i.set()
@@ -339,12 +350,14 @@ class SqliteSink(Sink):
         else:
             self.written += len(prepared)
 
-    def _write_judgements(self, rows: list[JudgementRow]) -> None:
+    def _write_rows(
+        self, table: str, write: Callable[[sqlite3.Connection, Sequence[_R]], None], rows: list[_R]
+    ) -> None:
         try:
-            write_judgements(self._conn, rows)
+            write(self._conn, rows)
         except Exception:
             self.stats.count_sink_error(type(self).__name__, len(rows))
-            logger.exception("writing %d judgements to %s failed", len(rows), self.path)
+            logger.exception("writing %d rows of %s to %s failed", len(rows), table, self.path)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Wait until every verdict exported so far is committed; False if that takes longer than
@@ -375,7 +388,7 @@ class SqliteSink(Sink):
         self._thread.join(timeout_millis / 1000)
         with self._lock:
             self._abandoned = True
-            left = sum(isinstance(i, tuple | JudgementRow) for i in self._pending)
+            left = sum(isinstance(i, tuple | JudgementRow | ConversationRow) for i in self._pending)
             self._pending.clear()
         if left:
             self.stats.count_dropped("store_shutdown", left)

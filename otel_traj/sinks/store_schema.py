@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trajectories (
@@ -52,15 +52,33 @@ SELECT trajectories.trace_id, c.key, json_extract(c.value, '$.name'), json_extra
        json_extract(c.value, '$.severity'), json_extract(c.value, '$.reason'),
        json_extract(c.value, '$.steps')
 FROM trajectories, json_each(trajectories.verdict, '$.checks') AS c;
+CREATE TABLE IF NOT EXISTS conversations (
+    conversation_id TEXT NOT NULL,
+    first_trace_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    score REAL NOT NULL,
+    policy_version TEXT,
+    complete INTEGER NOT NULL,
+    traces INTEGER NOT NULL,
+    started_ns INTEGER NOT NULL,
+    ended_ns INTEGER NOT NULL,
+    graded_ns INTEGER NOT NULL,
+    verdict TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, first_trace_id)
+);
+CREATE INDEX IF NOT EXISTS conversations_started ON conversations (started_ns);
 """
 # From each older version to the next. Version 1 kept every check result as a row of the table
-# ``check_results``: its failed rows become ``failed_checks``, the view takes the name.
+# ``check_results``: its failed rows become ``failed_checks``, the view takes the name. Version 2 had
+# no ``conversations`` table (``_SCHEMA`` creates it; ``store_conversations`` writes and reads it).
 _MIGRATIONS = {
     1: """
 DROP INDEX check_results_failed;
 ALTER TABLE check_results RENAME TO failed_checks;
 DELETE FROM failed_checks WHERE status <> 'fail';
 """,
+    2: "",
 }
 
 
