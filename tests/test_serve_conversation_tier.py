@@ -7,7 +7,7 @@ gives for the same traces."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from otel_traj.sinks.evaluation_records import (
     CONVERSATION_ID,
@@ -26,6 +26,12 @@ from tests.serve_helpers import Served, trace_ids_of
 from tests.test_conversations import offline
 
 TOKEN = "conversation-tier-token"
+
+
+def offline_documents(path: Path) -> tuple[int, list[dict[str, Any]]]:
+    """``otel-traj grade --format json``'s exit code and its "conversations"."""
+    code, documents = offline(path)
+    return code, cast(list[dict[str, Any]], documents)
 
 
 def check_events_against(document: dict[str, Any], events: list[ReceivedEvent]) -> None:
@@ -49,7 +55,7 @@ def check_events_against(document: dict[str, Any], events: list[ReceivedEvent]) 
 
 def test_a_second_serve_grades_the_conversations_from_the_events_of_the_first(tmp_path: Path) -> None:
     path = write_otlp(tmp_path / "conversations.otlp.pb")
-    code, documents = offline(path)
+    code, documents = offline_documents(path)
     assert code == 1 and {d["conversation_id"] for d in documents} == {"conv-switch", "conv-clean"}
     with logs_receiver() as receiver:
         b = Served(
@@ -98,7 +104,7 @@ def test_a_replica_that_grades_conversations_from_its_traces_counts_received_sum
     """The default (``--conversations-from traces``): the replica's own conversations only; summaries
     that reach it anyway are counted as disabled, and its conversation verdicts are the offline ones."""
     path = write_otlp(tmp_path / "conversations.otlp.pb")
-    _, documents = offline(path)
+    _, documents = offline_documents(path)
     with logs_receiver() as receiver:
         b = Served(tmp_path, "--policy", str(POLICY), "--emit-otel", receiver.url, store=tmp_path / "b.db")
         try:
