@@ -89,7 +89,7 @@ class TrajectoryProcessor(SpanProcessor):
             grader = Grader(policy, stats)
             live = live_scope(policy)
             config = config.with_capture(subject_attributes(policy))
-            if policy.defaults.judges or any(agent.judges for agent in policy.agents.values()):
+            if policy.has_judges():
                 # Only a policy with judges loads them (and the openai client).
                 from otel_traj.judge.sink import with_judges
 

@@ -92,16 +92,17 @@ class LogsReceiver:
                     self.send_response(400)
                     self.end_headers()
                     return
+                # Kept before the reply: an exporter that got its 200 finds its records here.
+                with receiver._cond:
+                    receiver.requests += 1
+                    receiver.events.extend(events)
+                    receiver._cond.notify_all()
                 reply = ExportLogsServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
                 self.wfile.write(reply)
-                with receiver._cond:
-                    receiver.requests += 1
-                    receiver.events.extend(events)
-                    receiver._cond.notify_all()
 
         return Handler
 

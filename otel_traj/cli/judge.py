@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from otel_traj.judge.result import JudgeResult
-from otel_traj.judge.sink import JudgeSink, has_judges
+from otel_traj.judge.sink import JudgeSink
 from otel_traj.policy import Policy
 from otel_traj.sinks.base import Sink
 from otel_traj.verdict import Verdict
@@ -19,7 +19,7 @@ TIMEOUT_MS = 300_000
 def judge_verdicts(verdicts: Sequence[Verdict], policy: Policy | None, langfuse: bool) -> list[str]:
     """Judge ``verdicts``; the lines to print. Raises ``ValueError`` when judging cannot start (no
     judges in the policy, no endpoint key, no Langfuse key with ``langfuse``)."""
-    if policy is None or not has_judges(policy):
+    if policy is None or not policy.has_judges():
         raise ValueError("the policy has no judges")
     outputs: list[Sink] = []
     if langfuse:

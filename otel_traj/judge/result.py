@@ -13,6 +13,7 @@ from otel_traj.verdict import Severity
 class JudgeResult:
     """One judge's answer for one run: ``score`` in [0, 1], ``label`` one of the judge's labels and
     the model's ``explanation`` (as the model wrote it; sinks redact it before it leaves the process).
+    ``span_id`` is the span the run's verdict is parented to (its agent span, else its root span).
     ``source`` tells it apart from the deterministic checks' results wherever both are stored."""
 
     trace_id: int
@@ -26,6 +27,7 @@ class JudgeResult:
     end_ns: int
     judged_at_ns: int
     policy_version: str | None = None
+    span_id: int | None = None
     source: Literal["judge"] = "judge"
 
     @property

@@ -27,8 +27,9 @@ from otel_traj.judge.client import ChatModel, JudgeTimeout, OpenAIChatModel
 from otel_traj.judge.evidence import judge_evidence, judge_messages
 from otel_traj.judge.limits import HourlyCap, sampled
 from otel_traj.judge.result import JudgeResult
-from otel_traj.redact import Redactor, SensitiveKey
+from otel_traj.redact import Redactor, SensitiveKey, default_sensitive_key
 from otel_traj.sinks.base import Sink
+from otel_traj.sinks.evaluation_records import evaluated_span
 from otel_traj.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -39,24 +40,33 @@ logger = logging.getLogger("otel_traj.judge")
 DEFAULT_MAX_QUEUE = 1000
 Job = tuple[Verdict, "JudgeRule", "AgentPolicy"]
 ResultCallback = Callable[[JudgeResult], None]
+PolicySource = Callable[[], "Policy | None"]
 
 
-def has_judges(policy: Policy) -> bool:
-    return bool(policy.defaults.judges) or any(agent.judges for agent in policy.agents.values())
-
-
-def with_judges(policy: Policy, sinks: Iterable[Sink]) -> list[Sink]:
-    """``sinks``, preceded by a ``JudgeSink`` publishing to them when the policy has judges: first,
-    so that its results are out before they flush and shut down (its ``export`` only queues)."""
+def with_judges(
+    policy: Policy,
+    sinks: Iterable[Sink],
+    *,
+    follow: PolicySource | None = None,
+    redact: SensitiveKey | None = None,
+) -> list[Sink]:
+    """``sinks``, preceded by a ``JudgeSink`` publishing to them when ``policy`` has judges: first,
+    so that its results are out before they flush and shut down (its ``export`` only queues).
+    ``follow``: what returns the policy in force, for a service that reloads it."""
     outputs = list(sinks)
-    return [JudgeSink(policy=policy, sinks=outputs), *outputs] if has_judges(policy) else outputs
+    if not policy.has_judges():
+        return outputs
+    judges = JudgeSink(policy=follow if follow is not None else policy, sinks=outputs, redact=redact)
+    return [judges, *outputs]
 
 
 class JudgeSink(Sink):
     """Runs ``policy``'s judges on a sample of the verdicts it is given.
 
     Args:
-        policy: where the judges are configured (``judges`` in ``defaults`` and per agent).
+        policy: where the judges are configured (``judges`` in ``defaults`` and per agent), or what
+            returns the policy in force (a service's, which reloads it): each run is judged by the
+            judges of the policy in force when it was graded; None judges nothing.
         sinks: where each ``JudgeResult`` goes (``on_judgement``: Langfuse, the store, Prometheus,
             evaluation events); list this sink before them in a pipeline, so that it has published
             its results when they flush and shut down.
@@ -66,14 +76,14 @@ class JudgeSink(Sink):
         max_queue: runs waiting for a judge; beyond it new ones are dropped and counted
             (``OTEL_TRAJ_JUDGE_QUEUE``, default 1000).
         sample: False judges every run (``grade --judge``), still within the hourly caps.
-        redact: what the evidence masks (default: the policy's ``is_sensitive``).
+        redact: what the evidence masks (default: the ``is_sensitive`` of the policy in force).
         clock: monotonic seconds for the hourly caps.
     """
 
     def __init__(
         self,
         *,
-        policy: Policy,
+        policy: Policy | PolicySource,
         sinks: Iterable[Sink] = (),
         on_result: Iterable[ResultCallback] = (),
         model: ChatModel | None = None,
@@ -83,7 +93,7 @@ class JudgeSink(Sink):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
-        self.policy = policy
+        self._policy = policy
         self.outputs = list(sinks)
         self._callbacks = list(on_result)
         self.max_queue = (
@@ -94,7 +104,7 @@ class JudgeSink(Sink):
         self._sample = sample
         self._clock = clock
         self._model = model if model is not None else OpenAIChatModel()
-        self._redactor = Redactor(redact if redact is not None else policy.is_sensitive)
+        self._redactor = Redactor(redact if redact is not None else self._is_sensitive)
         self._caps: dict[tuple[str, int | None], HourlyCap] = {}
         self._cond = threading.Condition()
         self._queue: deque[Job] = deque()
@@ -102,6 +112,15 @@ class JudgeSink(Sink):
         self._closed = False
         self._thread = start_daemon(self._run, "otel-traj-judge")
         after_fork_in_child(self._restart_in_child)
+
+    @property
+    def policy(self) -> Policy | None:
+        """The policy in force."""
+        return self._policy() if callable(self._policy) else self._policy
+
+    def _is_sensitive(self, tool: str, key: str) -> bool:
+        policy = self.policy
+        return policy.is_sensitive(tool, key) if policy is not None else default_sensitive_key(tool, key)
 
     def _restart_in_child(self) -> None:
         """In a forked child: the parent judges what it queued; the child starts empty."""
@@ -114,8 +133,11 @@ class JudgeSink(Sink):
     # -- the grading worker's side: choose and queue ------------------------------------------------
 
     def export(self, verdict: Verdict) -> None:
+        policy = self.policy
+        if policy is None:
+            return
         trajectory = verdict.trajectory
-        agent_policy = self.policy.resolve(trajectory)
+        agent_policy = policy.resolve(trajectory)
         for rule in agent_policy.judges:
             if self._sample and not sampled(trajectory.trace_id, rule.name, rule.sample):
                 continue
@@ -194,6 +216,7 @@ class JudgeSink(Sink):
             end_ns=trajectory.end_ns or trajectory.start_ns or verdict.graded_at_ns,
             judged_at_ns=time.time_ns(),
             policy_version=verdict.policy_version,
+            span_id=evaluated_span(trajectory),
         )
         self._publish(result)
 
@@ -237,4 +260,4 @@ class JudgeSink(Sink):
             self.stats.count_judge_call(rule.name, "shutdown")
 
 
-__all__ = ["JudgeSink", "has_judges", "with_judges"]
+__all__ = ["JudgeSink", "with_judges"]

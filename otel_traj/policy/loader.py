@@ -105,6 +105,10 @@ class Policy:
                 return self.agents[name]
         return self.defaults
 
+    def has_judges(self) -> bool:
+        """True when ``defaults`` or an agent configures LLM judges (``judges``)."""
+        return bool(self.defaults.judges) or any(agent.judges for agent in self.agents.values())
+
     def sensitive_keys(self, tool: str, agent: str | None = None) -> frozenset[str]:
         """Argument keys configured as sensitive for ``tool`` (contract ``redact`` and ``redact.keys``)."""
         contract = self.for_agent(agent).contract(tool)

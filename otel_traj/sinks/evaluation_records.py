@@ -7,6 +7,8 @@ GenAI semantic conventions v1.41.0 (event ``gen_ai.evaluation.result``, developm
 to the GenAI operation span being evaluated. A failed check is parented to its first offending step
 (the tool call's span), everything else to the agent span of the run (its root span when no agent
 span was recorded); a conversation's results to the offending step's trace, else the last trace.
+An LLM judge's result (``otel_traj.judge.<name>``, marked ``otel_traj.evaluation.source=judge``) is
+parented as the run's outcome is.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from otel_traj.verdict import CheckResult, Verdict
 
 if TYPE_CHECKING:
     from otel_traj.conversations import ConversationVerdict, TraceSummary
+    from otel_traj.judge.result import JudgeResult
+    from otel_traj.trajectory import Trajectory
 
 EVENT_NAME = "gen_ai.evaluation.result"
 EVALUATION_NAME = "gen_ai.evaluation.name"
@@ -39,6 +43,9 @@ POLICY_VERSION = "otel_traj.policy.version"
 SUMMARY = "otel_traj.trace.summary"
 PREFIX = "otel_traj."
 OUTCOME = PREFIX + "outcome"
+# Only on a judge's results: what gave the score (the checks' results are the policy's rules).
+SOURCE = "otel_traj.evaluation.source"
+JUDGE_MODEL = "otel_traj.judge.model"
 
 AttributeValue = str | float | int | bool | Sequence[str]
 
@@ -88,12 +95,16 @@ def _common(
     return common
 
 
+def evaluated_span(traj: Trajectory) -> int | None:
+    """The span a run's outcome is about: its agent span, else its root span."""
+    return traj.agent_runs[0].span_id if traj.agent_runs else traj.root_span_id
+
+
 def trajectory_records(
     verdict: Verdict, redaction: TraceRedaction | None = None, summary: TraceSummary | None = None
 ) -> list[EvaluationRecord]:
     traj = verdict.trajectory
-    agent_span = traj.agent_runs[0].span_id if traj.agent_runs else traj.root_span_id
-    home = agent_span or 0
+    home = evaluated_span(traj) or 0
     common = _common("trajectory", traj.agent_label, traj.conversation_id, verdict.policy_version)
     when = verdict.graded_at_ns
     records: list[EvaluationRecord] = []
@@ -112,6 +123,22 @@ def trajectory_records(
         outcome[SUMMARY] = json.dumps(summary.to_dict(), separators=(",", ":"), ensure_ascii=False)
     records.append(EvaluationRecord(traj.trace_id, home, when, outcome))
     return records
+
+
+def judgement_record(result: JudgeResult, redaction: TraceRedaction | None = None) -> EvaluationRecord:
+    """An LLM judge's result, on the span the run's outcome is parented to."""
+    explanation = redaction.text(result.explanation) if redaction is not None else result.explanation
+    attributes: dict[str, AttributeValue] = {
+        EVALUATION_NAME: f"{PREFIX}judge.{result.judge}",
+        SCORE_VALUE: result.score,
+        SCORE_LABEL: result.label,
+        EXPLANATION: explanation,
+        SOURCE: result.source,
+        JUDGE_MODEL: result.model,
+        SEVERITY: result.severity,
+        **_common("trajectory", result.agent, None, result.policy_version),
+    }
+    return EvaluationRecord(result.trace_id, result.span_id or 0, result.judged_at_ns, attributes)
 
 
 def conversation_records(

@@ -31,12 +31,14 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_s
 
 from otel_traj.config import env_int
 from otel_traj.forks import after_fork_in_child, start_daemon
+from otel_traj.judge.result import JudgeResult
 from otel_traj.redact import Redactor, SensitiveKey, TraceRedaction
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.evaluation_records import (
     EVENT_NAME,
     EvaluationRecord,
     conversation_records,
+    judgement_record,
     trajectory_records,
 )
 from otel_traj.verdict import Verdict
@@ -50,7 +52,7 @@ logger = logging.getLogger("otel_traj.sinks.otel_events")
 SCOPE = "otel_traj"
 DEFAULT_MAX_QUEUE = 10_000
 BATCH = 512
-_Queued = Verdict | tuple[str, "ConversationVerdict"]
+_Queued = Verdict | JudgeResult | tuple[str, "ConversationVerdict"]
 
 
 class _Collect(LogRecordProcessor):
@@ -86,7 +88,7 @@ def _otlp_exporter(endpoint: str | None) -> LogRecordExporter:
 
 class EvaluationEventSink(Sink):
     """One ``gen_ai.evaluation.result`` log record per check and one per outcome, for every verdict
-    (trajectory and conversation), parented to the evaluated span.
+    (trajectory and conversation), and one per LLM judge result, parented to the evaluated span.
 
     Args:
         logger_provider: where records go; the caller owns it (``shutdown`` flushes it, never shuts
@@ -155,6 +157,9 @@ class EvaluationEventSink(Sink):
     def export_conversation(self, verdict: ConversationVerdict) -> None:
         self._put(("conversation", verdict))
 
+    def on_judgement(self, result: JudgeResult) -> None:
+        self._put(result)
+
     def _put(self, item: _Queued) -> None:
         with self._cond:
             if self._closed:
@@ -204,7 +209,12 @@ class EvaluationEventSink(Sink):
         if isinstance(item, Verdict):
             redaction = self._redactor.scope(item.trajectory)
             return trajectory_records(item, redaction, self._summary(item))
-        return conversation_records(item[1], TraceRedaction(self._redactor.sensitive, (), ()))
+        # No one run's argument values to mask by value (a judge saw only redacted evidence): the
+        # sensitive keys and secret-looking patterns still apply.
+        redaction = TraceRedaction(self._redactor.sensitive, (), ())
+        if isinstance(item, JudgeResult):
+            return [judgement_record(item, redaction)]
+        return conversation_records(item[1], redaction)
 
     def _summary(self, verdict: Verdict) -> TraceSummary | None:
         if self._policy is None or not verdict.trajectory.conversation_id:
