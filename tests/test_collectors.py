@@ -12,6 +12,7 @@ import yaml
 
 from otel_traj.cli import build_parser
 from otel_traj.policy import parse_policy
+from otel_traj.sinks.evaluation_records import CONVERSATION_ID, SUMMARY
 
 COLLECTORS = Path(__file__).resolve().parent.parent / "collectors"
 CONFIGS = sorted(COLLECTORS.glob("*.yaml"))
@@ -24,7 +25,7 @@ MANIFESTS = sorted((COLLECTORS / "k8s").glob("*.yaml"))
 # load_balancing (2026); both spellings are listed.
 CONTRIB = {
     "receivers": {"otlp"},
-    "processors": {"batch", "memory_limiter", "groupbytrace", "tail_sampling"},
+    "processors": {"batch", "memory_limiter", "groupbytrace", "tail_sampling", "filter"},
     "exporters": {
         "otlp",
         "otlp_grpc",
@@ -40,6 +41,9 @@ LOAD_BALANCING = {"loadbalancing", "load_balancing"}
 # Options of the load-balancing exporter (exporter/loadbalancingexporter/config.schema.yaml).
 LB_OPTIONS = {"routing_key", "routing_attributes", "protocol", "resolver", "sending_queue", "timeout"}
 LB_RESOLVERS = {"dns": {"hostname", "port", "interval", "timeout"}, "k8s": {"service", "ports", "timeout"}}
+# Options of the filter processor for logs (processor/filterprocessor: OTTL conditions, a record
+# matching one is dropped).
+FILTER_OPTIONS = {"error_mode", "logs"}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -53,7 +57,11 @@ def kind_of(component_id: str) -> str:
 
 
 def test_there_are_configs_and_manifests() -> None:
-    assert {p.name for p in CONFIGS} == {"agent-gateway.yaml", "two-tier-loadbalancing.yaml"}
+    assert {p.name for p in CONFIGS} == {
+        "agent-gateway.yaml",
+        "two-tier-loadbalancing.yaml",
+        "conversation-tier.yaml",
+    }
     assert MANIFESTS
 
 
@@ -80,12 +88,12 @@ def test_pipelines_refer_to_defined_contrib_components(path: Path) -> None:
         assert extension in config["extensions"]
 
 
-def test_load_balancing_routes_by_trace_id_to_the_headless_service() -> None:
-    config = load(COLLECTORS / "two-tier-loadbalancing.yaml")
+def _load_balancer(config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The config's load-balancing exporter, after checking that it reaches the replicas' headless
+    Service with only options the exporter defines."""
     (lb_id,) = [e for e in config["exporters"] if kind_of(e) in LOAD_BALANCING]
     lb = config["exporters"][lb_id]
     assert set(lb) <= LB_OPTIONS
-    assert lb["routing_key"] == "traceID"
     assert "endpoint" not in lb["protocol"]["otlp"]  # the resolver sets it per backend
     (resolver,) = lb["resolver"].items()
     assert resolver[0] in LB_RESOLVERS and set(resolver[1]) <= LB_RESOLVERS[resolver[0]]
@@ -94,6 +102,28 @@ def test_load_balancing_routes_by_trace_id_to_the_headless_service() -> None:
     name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
     assert resolver[1]["hostname"] == f"{name}.{namespace}.svc.cluster.local"
     assert int(resolver[1]["port"]) in {p["port"] for p in service["spec"]["ports"]}
+    return lb_id, lb
+
+
+def test_load_balancing_routes_by_trace_id_to_the_headless_service() -> None:
+    config = load(COLLECTORS / "two-tier-loadbalancing.yaml")
+    _, lb = _load_balancer(config)
+    assert lb["routing_key"] == "traceID"
+
+
+def test_the_conversation_tier_routes_summaries_by_conversation_id() -> None:
+    """The events' conversation id attribute and summary attribute are the ones the sink writes;
+    only records with a summary reach the load balancer, and it routes their logs by that id."""
+    config = load(COLLECTORS / "conversation-tier.yaml")
+    lb_id, lb = _load_balancer(config)
+    assert lb["routing_key"] == "attributes" and lb["routing_attributes"] == [CONVERSATION_ID]
+    (routed,) = [p for p in config["service"]["pipelines"].values() if lb_id in p["exporters"]]
+    assert routed["exporters"] == [lb_id]
+    (filter_id,) = [p for p in routed["processors"] if kind_of(p) == "filter"]
+    options = config["processors"][filter_id]
+    assert set(options) <= FILTER_OPTIONS and set(options["logs"]) == {"log_record"}
+    assert options["logs"]["log_record"] == [f'attributes["{SUMMARY}"] == nil']
+    assert all(kind_of(name) == "logs" for name in config["service"]["pipelines"])
 
 
 def _manifests(kind: str) -> list[dict[str, Any]]:
