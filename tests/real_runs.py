@@ -17,11 +17,11 @@ from otel_traj.trajectory import Trajectory
 from tests.real_frameworks import FRAMEWORKS
 
 REAL = Path(__file__).parent / "fixtures" / "real"
-# Frameworks whose tool spans record results (the others show them only to the next model call).
-WITH_RESULTS = sorted(
-    name for name, recorded in FRAMEWORKS.items() if recorded.span_results and recorded.tool
-)
-WITHOUT_RESULTS = sorted(set(FRAMEWORKS) - set(WITH_RESULTS))
+# Frameworks whose runs show their tool executions, with results (on the tool spans, or in the next
+# model request that sent them back: AutoGen).
+WITH_RESULTS = sorted(name for name, recorded in FRAMEWORKS.items() if recorded.tool)
+# Frameworks whose tool calls no span shows: only the model's requests (CrewAI under OpenLLMetry).
+WITHOUT_TOOL_SPANS = sorted(set(FRAMEWORKS) - set(WITH_RESULTS))
 # Frameworks whose tool calls are joined to the model turn that requested them.
 WITH_TURNS = sorted(name for name, recorded in FRAMEWORKS.items() if recorded.responses)
 
@@ -44,6 +44,15 @@ def real_run(framework: str, scenario: str = "clean") -> Trajectory:
     copy = dataclasses.replace(loaded, tool_calls=[own(c) for c in loaded.tool_calls])
     copy.model_calls = [dataclasses.replace(m) for m in loaded.model_calls]
     return copy
+
+
+def without_results(traj: Trajectory) -> Trajectory:
+    """The run as recorded with result content off: no call keeps its result."""
+    for call in traj.tool_calls:
+        call.result = None
+    for model in traj.model_calls:
+        model.tool_results = ()
+    return traj
 
 
 def the_call(traj: Trajectory, name: str, index: int = 0) -> ToolCall:

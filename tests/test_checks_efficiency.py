@@ -10,7 +10,7 @@ from otel_traj.checks.base import step_id
 from otel_traj.policy import Tools
 from otel_traj.policy.rules import Efficiency
 from tests.real_frameworks import FRAMEWORKS
-from tests.real_runs import WITH_RESULTS, agent_policy, real_run, the_call
+from tests.real_runs import WITH_RESULTS, agent_policy, real_run, the_call, without_results
 from tests.support_trajectories import example_policy
 
 POLICY = example_policy().agents["support_agent"]
@@ -82,5 +82,5 @@ def test_writes_are_never_merged_and_read_only_follows_the_policy() -> None:
 )
 def test_skipped_when_turns_or_results_were_not_recorded(framework: str, reason: str) -> None:
     assert framework in FRAMEWORKS
-    result = check_efficiency(real_run(framework, "violating"), Efficiency(), TOOLS)
+    result = check_efficiency(without_results(real_run(framework, "violating")), Efficiency(), TOOLS)
     assert (result.status, result.reason) == ("skipped", reason)

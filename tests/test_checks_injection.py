@@ -13,7 +13,7 @@ from otel_traj.checks.base import step_id
 from otel_traj.checks.injection import asked_for
 from otel_traj.policy import Tools
 from otel_traj.policy.rules import Injection
-from tests.real_runs import WITH_RESULTS, agent_policy, real_run, the_call
+from tests.real_runs import WITH_RESULTS, agent_policy, real_run, the_call, without_results
 from tests.support_trajectories import example_policy
 
 POLICY = example_policy().agents["support_agent"]
@@ -93,5 +93,5 @@ def test_custom_patterns_and_error_messages_are_read() -> None:
 
 
 def test_skipped_when_no_result_was_captured() -> None:
-    result = check_injection(real_run("autogen_agentchat"), INJECTION, TOOLS)
+    result = check_injection(without_results(real_run("autogen_agentchat")), INJECTION, TOOLS)
     assert (result.status, result.reason) == ("skipped", "tool results not captured for 3 calls")

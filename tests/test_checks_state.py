@@ -10,7 +10,7 @@ import pytest
 from otel_traj.checks import check_postconditions, check_relations
 from otel_traj.checks.base import step_id
 from otel_traj.policy import Tools
-from tests.real_runs import WITH_RESULTS, WITHOUT_RESULTS, agent_policy, real_run, the_call
+from tests.real_runs import WITH_RESULTS, agent_policy, real_run, the_call, without_results
 
 RELATION = {
     "argument": "amount_yuan",
@@ -70,9 +70,9 @@ def test_a_result_about_another_subject_breaks_equals_argument(framework: str) -
     assert result.steps == (step_id(lookup),)
 
 
-@pytest.mark.parametrize("framework", WITHOUT_RESULTS)
+@pytest.mark.parametrize("framework", ["autogen_agentchat", "crewai_traceloop", "openai_v2"])
 def test_postconditions_skipped_when_results_not_captured(framework: str) -> None:
-    result = check_postconditions(real_run(framework), POSTCONDITIONS)
+    result = check_postconditions(without_results(real_run(framework)), POSTCONDITIONS)
     assert result.status == "skipped" and (
         "result not captured" in result.reason or "no span" in result.reason
     )
@@ -137,7 +137,7 @@ def test_a_relation_needs_the_earlier_call_to_have_ended_successfully() -> None:
 
 
 def test_relations_skipped_without_earlier_results_and_compare_numbers_only() -> None:
-    result = check_relations(real_run("autogen_agentchat"), RELATIONS)
+    result = check_relations(without_results(real_run("autogen_agentchat")), RELATIONS)
     assert (result.status, result.reason) == (
         "skipped",
         "create_refund_request amount_yuan: list_invoices results not captured",
