@@ -9,7 +9,9 @@ from pathlib import Path
 import yaml
 from prometheus_client.samples import Sample
 
+from otel_traj.conversations import TraceSummary, grade_conversation
 from otel_traj.grader import Grader
+from otel_traj.policy import Conversation
 from otel_traj.serve.health import register_service_metrics
 from otel_traj.serve.ingest import ReceiverStats
 from otel_traj.serve.tls import ServedCertificate, TlsFiles
@@ -32,6 +34,10 @@ def run_promtool(*args: str, cwd: Path = PROM_DIR) -> str:
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
     return output
+
+
+# rules_test.yml, and a file per further group of rules (rules_versions_test.yml).
+RULE_TESTS = sorted(path.name for path in PROM_DIR.glob("rules*_test.yml"))
 
 
 def rule_exprs() -> list[str]:
@@ -70,6 +76,12 @@ def exposed_samples() -> list[Sample]:
     stats.count_dropped("queue_full")
     stats.count_sink_error("langfuse")
     sink.export(Grader(example_policy()).grade(violating_run()))
+    trace = TraceSummary(
+        trace_id=f"{1:032x}", conversation_id="c1", agent="support_agent", service_name=None,
+        parent_span=None, start_ns=0, end_ns=10, outcome="pass", score=1.0, complete=True,
+        tool_calls=1, model_turns=1, input_tokens=10, output_tokens=1,
+    )  # fmt: skip
+    sink.export_conversation(grade_conversation([trace], Conversation.model_validate({"scope": True})))
     # A run whose model is in the price database, for the cost histogram.
     priced = violating_run()
     for call in priced.model_calls:
@@ -87,11 +99,12 @@ def test_rules_pass_promtool_check() -> None:
 
 
 def test_rules_unit_tests_pass() -> None:
-    assert "SUCCESS" in run_promtool("test", "rules", "rules_test.yml")
+    assert "rules_versions_test.yml" in RULE_TESTS
+    assert "SUCCESS" in run_promtool("test", "rules", *RULE_TESTS)
 
 
 def test_rules_unit_tests_cover_every_alert() -> None:
-    tests = yaml.safe_load((PROM_DIR / "rules_test.yml").read_text())["tests"]
+    tests = [test for name in RULE_TESTS for test in yaml.safe_load((PROM_DIR / name).read_text())["tests"]]
     cases = [case for test in tests for case in test.get("alert_rule_test", [])]
     groups = yaml.safe_load((PROM_DIR / "rules.yml").read_text())["groups"]
     alerts = {rule["alert"] for group in groups for rule in group["rules"] if "alert" in rule}
@@ -105,7 +118,8 @@ def test_scrape_config_example_is_valid() -> None:
 
 
 def test_rules_read_only_exposed_metrics() -> None:
-    known = exposed_names()
+    # And what the rules record: the version alerts read the newest version recorded before them.
+    known = exposed_names() | recorded_names()
     for expr in rule_exprs():
         assert metric_names(expr), expr
         assert metric_names(expr) <= known, f"unknown metrics {metric_names(expr) - known} in {expr}"
@@ -173,5 +187,7 @@ def test_dashboard_has_the_panels_operators_need() -> None:
         "dropped",
         "sink errors",
         "memory (otel-traj serve)",
+        "unsafe conversations",
+        "conversation check failures by check",
     ):
         assert needle in titles, needle
