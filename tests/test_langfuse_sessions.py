@@ -4,6 +4,7 @@ body validated there with the ``langfuse`` package's own models, in each wire fo
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +13,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from otel_traj import TrajectoryProcessor
+from otel_traj.cli import main
 from otel_traj.conversations import ConversationVerdict
 from otel_traj.sinks.langfuse import LangfuseSink
 from otel_traj.sinks.langfuse_sessions import OUTCOME_NAME, session_score_id
-from tests.conversation_runs import emit_all, redacting_policy
+from tests.conversation_runs import POLICY, emit_all, redacting_policy, write_otlp
 from tests.langfuse_helpers import fast_sink
 from tests.langfuse_server import LangfuseTestServer, Version
 
@@ -106,3 +108,19 @@ def test_session_scores_are_retried_through_an_outage_and_counted_when_the_queue
     dropped = small.stats.snapshot().dropped
     assert dropped == {"langfuse_queue_full": 2}
     assert small.report().delivered == 2 and small.report().dropped == 2
+
+
+def test_grade_langfuse_sends_the_conversations_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_otlp(tmp_path / "conversations.otlp.pb")
+    with LangfuseTestServer().running() as server:
+        monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", server.public_key)
+        monkeypatch.setenv("LANGFUSE_SECRET_KEY", server.secret_key)
+        monkeypatch.setenv("LANGFUSE_BASE_URL", server.url)
+        assert main(["grade", str(path), "--policy", str(POLICY), "--langfuse"]) == 1
+        err = capsys.readouterr().err
+        switch = session_scores(server, "conv-switch")
+    assert "0 rejected, 0 dropped, 0 pending" in err
+    assert switch[OUTCOME_NAME]["value"] == "unsafe" and switch["traj.conversation_scope"]["value"] == 0
+    assert len(session_scores(server, "conv-clean")) == 4

@@ -150,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
         from otel_traj.sinks.langfuse_offline import send_verdicts
 
         try:
-            delivery = send_verdicts(verdicts, redact=policy.is_sensitive if policy is not None else None)
+            redact = policy.is_sensitive if policy is not None else None
+            delivery = send_verdicts(verdicts, redact=redact, conversations=conversations or ())
         except ValueError as exc:
             print(f"otel-traj: --langfuse: {exc}", file=sys.stderr)
             return EXIT_INPUT
