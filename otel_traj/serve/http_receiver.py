@@ -48,13 +48,16 @@ TEXT = "text/plain; charset=utf-8"
 
 @dataclass(slots=True, frozen=True)
 class _Signal:
-    """What one path does: its request counters, its decoders, admission and reply."""
+    """What one path does: its decoders, where decoded requests are admitted (and counted), its reply."""
 
-    stats: ReceiverStats
+    ingest: Ingest | LogIngest
     decode_protobuf: Callable[[bytes], Any]
     decode_json: Callable[[bytes], Any]
-    accept: Callable[[Any], Any]
     response_body: Callable[[Any, str], bytes]
+
+    @property
+    def stats(self) -> ReceiverStats:
+        return self.ingest.stats
 
 
 class _Reject(Exception):
@@ -88,12 +91,10 @@ class OtlpHttpApp:
         logs: LogIngest | None = None,
     ) -> None:
         self.ingest = ingest
-        self._signals = {
-            PATH: _Signal(ingest.stats, decode_protobuf, decode_json, ingest.accept, response_body)
-        }
+        self._signals = {PATH: _Signal(ingest, decode_protobuf, decode_json, response_body)}
         if logs is not None:
             self._signals[LOGS_PATH] = _Signal(
-                logs.stats, decode_logs_protobuf, decode_logs_json, logs.accept, logs_response_body
+                logs, decode_logs_protobuf, decode_logs_json, logs_response_body
             )
         self._token = f"Bearer {auth_token}".encode() if auth_token else None
         self.max_request_bytes = max_request_bytes
@@ -160,7 +161,7 @@ class OtlpHttpApp:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(
-                self._executor, self._decode_and_accept, body, encoding, decode, signal.accept
+                self._executor, self._decode_and_accept, body, encoding, decode, signal.ingest
             )
         except TooLarge as exc:
             raise _Reject(413, code_pb2.INVALID_ARGUMENT, str(exc), "too_large") from None
@@ -175,9 +176,9 @@ class OtlpHttpApp:
             raise _Reject(500, code_pb2.INTERNAL, INTERNAL_ERROR, "internal_error") from None
 
     def _decode_and_accept(
-        self, body: bytes, encoding: str, decode: Callable[[bytes], Any], accept: Callable[[Any], Any]
+        self, body: bytes, encoding: str, decode: Callable[[bytes], Any], ingest: Ingest | LogIngest
     ) -> Any:
-        return accept(decode(decompress(body, encoding, self.max_request_bytes)))
+        return ingest.accept(decode(decompress(body, encoding, self.max_request_bytes)))
 
     async def _read_body(self, headers: dict[bytes, bytes], receive: Receive) -> bytes:
         limit = self.max_request_bytes
