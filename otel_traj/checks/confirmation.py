@@ -8,7 +8,10 @@ recorded one), the agent's are each response's text.
 
 Earlier traces of the same conversation count too: :func:`trace_messages` turns an earlier trace
 into the messages it adds, and :func:`check_confirmation` takes them (with the approval tools that
-succeeded there) as ``earlier`` and ``approved_earlier``.
+succeeded there) as ``earlier`` and ``approved_earlier``. The conversation grader, which holds
+summaries rather than trajectories, re-checks the calls a trace left unconfirmed with
+:func:`confirming` over the earlier traces' messages, when :func:`asked_before` says the agent did
+not ask again in the call's own trace.
 """
 
 from __future__ import annotations
@@ -48,17 +51,28 @@ def approvals(traj: Trajectory, confirmation: Confirmation) -> frozenset[str]:
     return frozenset(c.name for c in traj.tool_calls if c.name in names and c.observed and c.ok)
 
 
+def asks(message: Message) -> bool:
+    return message.role == "agent" and "?" in message.text
+
+
+def confirming(messages: Sequence[Message], pattern: re.Pattern[str]) -> int | None:
+    """The index of the first user message matching ``pattern`` after the agent's last question (or,
+    when the agent asked nothing, anywhere); ``None`` when there is none."""
+    start = next((i + 1 for i in range(len(messages) - 1, -1, -1) if asks(messages[i])), 0)
+    return next(
+        (
+            i
+            for i in range(start, len(messages))
+            if messages[i].role == "user" and pattern.search(messages[i].text)
+        ),
+        None,
+    )
+
+
 def confirmed(messages: Iterable[Message], pattern: re.Pattern[str]) -> bool:
     """A user message matching ``pattern`` came after the agent's last question (or, when the agent
     asked nothing, anywhere)."""
-    answers: list[str] = []
-    for message in messages:
-        if message.role == "agent":
-            if "?" in message.text:
-                answers = []
-        else:
-            answers.append(message.text)
-    return any(pattern.search(text) for text in answers)
+    return confirming(list(messages), pattern) is not None
 
 
 def _requests_before(traj: Trajectory, call: ToolCall) -> list[ModelCall]:
@@ -82,6 +96,12 @@ def _messages_before(traj: Trajectory, call: ToolCall) -> list[Message]:
     if last_user is None and traj.user_input:
         messages.insert(0, Message("user", traj.user_input))
     return messages
+
+
+def asked_before(traj: Trajectory, call: ToolCall) -> bool:
+    """The agent asked a question in ``traj`` before ``call``: an earlier trace's yes answers an
+    older question, not this one."""
+    return any(asks(m) for m in _messages_before(traj, call))
 
 
 def check_confirmation(

@@ -3,9 +3,11 @@ Reasons name the trace (32 hex) and, where one is to blame, the step (16 hex).""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from otel_traj.checks.base import count, failure, passed, skipped
+from otel_traj.checks.confirmation import Message, confirming
 from otel_traj.conversations.summary import TraceSummary
 from otel_traj.policy import ConversationBudget, ConversationRepeats
 from otel_traj.verdict import CheckResult, Severity
@@ -13,7 +15,10 @@ from otel_traj.verdict import CheckResult, Severity
 BUDGET = "conversation_budget"
 SCOPE = "conversation_scope"
 REPEATS = "conversation_repeats"
-NAMES = (BUDGET, SCOPE, REPEATS)
+CONFIRMATION = "conversation_confirmation"
+NAMES = (BUDGET, SCOPE, REPEATS, CONFIRMATION)
+# Characters of the confirming message quoted in a reason.
+QUOTE_CHARS = 60
 
 _Measure = Callable[[TraceSummary], int]
 _TOTALS: tuple[tuple[str, str, _Measure], ...] = (
@@ -134,3 +139,46 @@ def check_repeats(
     if not seen and not_captured:
         return skipped(REPEATS, severity, f"arguments not captured for {count(not_captured, 'call')}")
     return passed(REPEATS, severity, f"no call repeated across {count(len(traces), 'trace')}")
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…")
+
+
+def check_confirmation(
+    traces: Sequence[TraceSummary], pattern: re.Pattern[str], severity: Severity
+) -> CheckResult:
+    """The trace-level ``confirmation`` check again, for each high-risk call its own trace left
+    unconfirmed, with the earlier traces of the conversation: a successful approval tool in one of
+    them, or (when the agent did not ask again in the call's trace) a user message matching
+    ``pattern`` after the agent's last question there, confirms the call."""
+    said: list[Message] = []
+    said_in: list[TraceSummary] = []
+    approved: dict[str, TraceSummary] = {}
+    problems: list[str] = []
+    steps: list[str] = []
+    earlier: list[str] = []
+    for trace in traces:
+        for step, tool, asked in trace.unconfirmed:
+            if approved:
+                name, by = next(iter(approved.items()))
+                earlier.append(f"{tool} in {where(trace, step)} by {name} in {where(by)}")
+                continue
+            index = None if asked else confirming(said, pattern)
+            if index is not None:
+                quote = _quote(said[index].text)
+                earlier.append(f"{tool} in {where(trace, step)} by {quote} in {where(said_in[index])}")
+                continue
+            why = "the agent asked again before it" if asked else "no earlier trace confirmed it"
+            problems.append(f"{where(trace, step)}: {tool} was not confirmed ({why})")
+            steps.append(step)
+        said.extend(trace.messages)
+        said_in.extend(trace for _ in trace.messages)
+        for name in trace.approvals:
+            approved.setdefault(name, trace)
+    if problems:
+        return failure(CONFIRMATION, severity, problems, steps)
+    if earlier:
+        return passed(CONFIRMATION, severity, "confirmed in an earlier trace: " + "; ".join(earlier))
+    return passed(CONFIRMATION, severity, "no high-risk call left unconfirmed by its own trace")

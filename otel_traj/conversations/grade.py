@@ -15,7 +15,8 @@ from otel_traj.conversations.summary import TraceSummary, summarize
 from otel_traj.conversations.verdict import ConversationVerdict
 from otel_traj.grader import classify, score
 from otel_traj.policy import AgentPolicy, Conversation, Policy
-from otel_traj.verdict import CheckResult, Verdict
+from otel_traj.policy.rules import Confirmation
+from otel_traj.verdict import CheckResult, Severity, Verdict
 
 
 def agent_policy(policy: Policy, trace: TraceSummary) -> AgentPolicy:
@@ -33,8 +34,12 @@ def grade_conversation(
     complete: bool = True,
     scoped: bool = True,
     policy_version: str | None = None,
+    confirmation: Confirmation | None = None,
+    confirmation_severity: Severity = "critical",
 ) -> ConversationVerdict:
-    """``scoped``: the agent's policy has a ``scope`` section (how the subject is found)."""
+    """``scoped``: the agent's policy has a ``scope`` section (how the subject is found).
+    ``confirmation``: the agent's, whose calls left unconfirmed by their trace an earlier trace may
+    confirm (``conversation_confirmation``, with the trace check's severity)."""
     ordered = sorted(traces, key=lambda t: (t.start_ns, t.trace_id))
     if not ordered:
         raise ValueError("a conversation has at least one trace")
@@ -46,6 +51,8 @@ def grade_conversation(
         results.append(checks.check_scope(ordered, severity.scope, scoped))
     if rules.repeats is not None:
         results.append(checks.check_repeats(ordered, rules.repeats, severity.repeats))
+    if confirmation is not None and confirmation.tools:
+        results.append(checks.check_confirmation(ordered, confirmation.user_pattern, confirmation_severity))
     return ConversationVerdict(
         conversation_id=ordered[0].conversation_id,
         agent=ordered[0].agent,
@@ -74,6 +81,8 @@ def grade_with_policy(
         complete=complete,
         scoped=rules.scope is not None,
         policy_version=policy.policy_version,
+        confirmation=rules.confirmation,
+        confirmation_severity=rules.severity.confirmation,
     )
 
 

@@ -1,7 +1,9 @@
 """What a conversation keeps of one graded trace: counts, tokens, its subject and a line per tool
-call (name, an argument fingerprint, a redacted label, the scoped values). Never spans or raw
-arguments, so a conversation of many turns costs little memory and its summaries can travel in
-``gen_ai.evaluation.result`` events to the replica that grades the conversation."""
+call (name, an argument fingerprint, a redacted label, the scoped values); with a ``confirmation``
+policy, also the trace's messages (redacted and cut), the approval tools that succeeded in it and the
+high-risk calls it left unconfirmed. Never spans or raw arguments, so a conversation of many turns
+costs little memory and its summaries can travel in ``gen_ai.evaluation.result`` events to the
+replica that grades the conversation."""
 
 from __future__ import annotations
 
@@ -10,9 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from otel_traj.checks import confirmation as confirmation_check
 from otel_traj.checks.base import args_key, label, step_id
+from otel_traj.checks.confirmation import Message
 from otel_traj.checks.scope import resolve_subject
 from otel_traj.policy import AgentPolicy, Scope
+from otel_traj.policy.rules import Confirmation
+from otel_traj.redact import redact_text
 from otel_traj.steps import ToolCall, span_hex
 from otel_traj.verdict import Verdict
 
@@ -21,6 +27,11 @@ MAX_CALLS = 256
 # Characters of a call's label (``name(arguments)``, redacted).
 LABEL_CHARS = 120
 _ENTRY_BYTES = 64
+# Characters kept of a message (after redaction): a user's head, where a yes is; an agent's text up
+# to its last question mark, the question the next yes answers.
+MESSAGE_CHARS = 300
+# A trace's messages as ``confirmation.trace_messages`` gives them: the user's, then the answer.
+MAX_MESSAGES = 2
 
 
 @dataclass(slots=True, frozen=True)
@@ -55,11 +66,19 @@ class TraceSummary:
     calls: tuple[CallSummary, ...] = ()
     subject: str | None = None
     subject_source: str = ""
+    # ``confirmation``: the user's message and the agent's answer, the approval tools that succeeded,
+    # and (step id, tool, the agent asked in this trace before it) of each call left unconfirmed.
+    messages: tuple[Message, ...] = ()
+    approvals: tuple[str, ...] = ()
+    unconfirmed: tuple[tuple[str, str, bool], ...] = ()
 
     @property
     def size_bytes(self) -> int:
         """An estimate of what the summary holds, for the conversations' byte bound."""
         texts = sum(len(c.label) + len(c.name) + 2 * _ENTRY_BYTES for c in self.calls)
+        texts += sum(len(m.text) + _ENTRY_BYTES for m in self.messages)
+        texts += sum(len(a) + _ENTRY_BYTES for a in self.approvals)
+        texts += sum(len(s) + len(t) + _ENTRY_BYTES for s, t, _ in self.unconfirmed)
         scoped = sum(len(a) + len(v) for c in self.calls for a, v in c.scoped)
         return (
             4 * (texts + scoped + len(self.conversation_id) + len(self.agent) + len(self.subject or "")) + 512
@@ -84,6 +103,9 @@ class TraceSummary:
             "calls": [[c.step_id, c.name, c.key, c.label, [list(p) for p in c.scoped]] for c in self.calls],
             "subject": self.subject,
             "subject_source": self.subject_source,
+            "messages": [[m.role, m.text] for m in self.messages],
+            "approvals": list(self.approvals),
+            "unconfirmed": [list(u) for u in self.unconfirmed],
         }
 
     @classmethod
@@ -115,6 +137,13 @@ class TraceSummary:
             calls=calls,
             subject=None if subject is None else str(subject),
             subject_source=str(data.get("subject_source", "")),
+            # Absent from the summaries of replicas that predate them.
+            messages=tuple(_message(role, text) for role, text in data.get("messages", [])[:MAX_MESSAGES]),
+            approvals=tuple(str(a) for a in data.get("approvals", [])[:MAX_CALLS]),
+            unconfirmed=tuple(
+                (str(step), str(tool), bool(asked))
+                for step, tool, asked in data.get("unconfirmed", [])[:MAX_CALLS]
+            ),
         )
 
 
@@ -122,6 +151,12 @@ def _text(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"expected a non-empty string, got {value!r}")
     return value
+
+
+def _message(role: Any, text: Any) -> Message:
+    if role not in ("user", "agent"):
+        raise ValueError(f"message role {role!r}, expected 'user' or 'agent'")
+    return Message(role, str(text)[:MESSAGE_CHARS])
 
 
 def fingerprint(key: Any) -> str:
@@ -138,6 +173,12 @@ def summarize(verdict: Verdict, policy: AgentPolicy | None) -> TraceSummary | No
     scope = policy.scope if policy is not None else None
     calls = tuple(_call(call, scope) for call in traj.tool_calls[:MAX_CALLS])
     subject, source = _subject(verdict, policy, calls)
+    confirmation = policy.confirmation if policy is not None else None
+    messages, approvals, unconfirmed = (
+        _confirmation(verdict, confirmation)
+        if confirmation is not None and confirmation.tools
+        else ((), (), ())
+    )
     agent_span = traj.agent_runs[0].span_id if traj.agent_runs else traj.root_span_id
     return TraceSummary(
         trace_id=traj.trace_hex,
@@ -157,6 +198,43 @@ def summarize(verdict: Verdict, policy: AgentPolicy | None) -> TraceSummary | No
         calls=calls,
         subject=subject,
         subject_source=source,
+        messages=messages,
+        approvals=approvals,
+        unconfirmed=unconfirmed,
+    )
+
+
+def _cut(message: Message) -> Message:
+    """Redacted, then cut (a card number cut in half no longer looks like one)."""
+    text = redact_text(message.text)
+    if len(text) <= MESSAGE_CHARS:
+        return Message(message.role, text)
+    if message.role == "user":
+        return Message("user", text[: MESSAGE_CHARS - 1] + "…")
+    end = text.rfind("?") + 1 or len(text)
+    return Message("agent", "…" + text[max(0, end - MESSAGE_CHARS + 1) : end])
+
+
+def _confirmation(
+    verdict: Verdict, confirmation: Confirmation
+) -> tuple[tuple[Message, ...], tuple[str, ...], tuple[tuple[str, str, bool], ...]]:
+    """What the conversation needs to re-check the calls this trace's ``confirmation`` check failed."""
+    traj = verdict.trajectory
+    failed = {
+        step
+        for check in verdict.checks
+        if check.name == confirmation_check.NAME and check.status == "fail"
+        for step in check.steps
+    }
+    unconfirmed = tuple(
+        (step_id(call), call.name, confirmation_check.asked_before(traj, call))
+        for call in traj.tool_calls
+        if step_id(call) in failed
+    )
+    return (
+        tuple(_cut(m) for m in confirmation_check.trace_messages(traj)),
+        tuple(sorted(confirmation_check.approvals(traj, confirmation))),
+        unconfirmed[:MAX_CALLS],
     )
 
 
