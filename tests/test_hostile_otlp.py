@@ -23,42 +23,23 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from otel_traj.adapters.batch import SpanBatch
-from otel_traj.dialects import to_step
+from otel_traj.dialects import MARKERS, to_step
+from otel_traj.dialects.fields import TABLE
 from otel_traj.offline import trajectories_from_views
 from otel_traj.records import RecordMaker
 from otel_traj.serve import Service
 from otel_traj.serve.codec import decode_json, decode_protobuf
 from otel_traj.serve.ingest import InvalidRequest
 from tests.serve_helpers import FIXTURES, local_settings, post
+from tests.test_adapters_errors import json_values
 
-# Keys the dialects read, so hostile values reach the parsers rather than being ignored.
-GENAI_KEYS = [
-    "gen_ai.operation.name",
-    "gen_ai.tool.name",
-    "gen_ai.tool.call.id",
-    "gen_ai.tool.call.arguments",
-    "gen_ai.tool.call.result",
-    "gen_ai.input.messages",
-    "gen_ai.output.messages",
-    "gen_ai.usage.input_tokens",
-    "gen_ai.usage.output_tokens",
-    "gen_ai.request.model",
-    "gen_ai.agent.name",
-    "gen_ai.conversation.id",
-    "openinference.span.kind",
-    "input.value",
-    "output.value",
-    "llm.output_messages.0.message.role",
-    "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
-    "traceloop.span.kind",
-    "traceloop.entity.input",
-    "langfuse.observation.type",
-    "ai.operationId",
-    "ai.toolCall.args",
-    "metadata",
-    "session.id",
-    "app.customer_id",
-]
+# Every key the dialects read (markers and the evidence table's sources), so that hostile values
+# reach the parsers rather than being ignored.
+GENAI_KEYS = sorted(
+    MARKERS
+    | {s.trigger for sources in TABLE.values() for s in sources if s.trigger}
+    | {"metadata", "app.customer_id"}
+)
 OPERATIONS = ["execute_tool", "chat", "invoke_agent", "TOOL", "LLM", "AGENT", "tool", "generation"]
 JSON_TEXT = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
@@ -184,44 +165,8 @@ def test_arbitrary_bytes_are_spans_or_an_invalid_request(data: bytes) -> None:
     _grade_everything(batch)
 
 
-_json_leaf = st.none() | st.booleans() | INT64 | st.floats(allow_nan=False) | st.text(max_size=20)
-_otlp_keys = st.sampled_from(
-    [
-        "resourceSpans",
-        "scopeSpans",
-        "spans",
-        "traceId",
-        "spanId",
-        "parentSpanId",
-        "name",
-        "kind",
-        "startTimeUnixNano",
-        "endTimeUnixNano",
-        "attributes",
-        "events",
-        "status",
-        "key",
-        "value",
-        "stringValue",
-        "intValue",
-        "arrayValue",
-        "kvlistValue",
-        "values",
-        "resource",
-        "batches",
-    ]
-)
-_json_trees = st.recursive(
-    _json_leaf,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(_otlp_keys | st.text(max_size=6), inner, max_size=5)
-    ),
-    max_leaves=30,
-)
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_json_trees)
+@given(json_values)
 def test_hostile_json_documents_are_spans_or_an_invalid_request(doc: Any) -> None:
     try:
         batch = decode_json(json.dumps(doc).encode())
