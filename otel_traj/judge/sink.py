@@ -43,21 +43,11 @@ ResultCallback = Callable[[JudgeResult], None]
 PolicySource = Callable[[], "Policy | None"]
 
 
-def with_judges(
-    policy: Policy,
-    sinks: Iterable[Sink],
-    *,
-    follow: PolicySource | None = None,
-    redact: SensitiveKey | None = None,
-) -> list[Sink]:
-    """``sinks``, preceded by a ``JudgeSink`` publishing to them when ``policy`` has judges: first,
-    so that its results are out before they flush and shut down (its ``export`` only queues).
-    ``follow``: what returns the policy in force, for a service that reloads it."""
+def with_judges(policy: Policy, sinks: Iterable[Sink]) -> list[Sink]:
+    """``sinks``, preceded by a ``JudgeSink`` publishing to them when the policy has judges: first,
+    so that its results are out before they flush and shut down (its ``export`` only queues)."""
     outputs = list(sinks)
-    if not policy.has_judges():
-        return outputs
-    judges = JudgeSink(policy=follow if follow is not None else policy, sinks=outputs, redact=redact)
-    return [judges, *outputs]
+    return [JudgeSink(policy=policy, sinks=outputs), *outputs] if policy.has_judges() else outputs
 
 
 class JudgeSink(Sink):

@@ -17,6 +17,7 @@ from otel_traj.pipeline import LiveChecker, LiveFactory, ungraded
 from otel_traj.policy import Policy, PolicyError, load_policy
 from otel_traj.records import TraceContext
 from otel_traj.redact import default_sensitive_key
+from otel_traj.stats import PipelineStats
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import Verdict
 
@@ -27,17 +28,19 @@ class PolicyHolder:
     """Holds the policy loaded from ``path`` (None: trajectories are recorded ungraded).
 
     The constructor raises :class:`PolicyError` for an invalid file: a service must not start on a
-    policy it cannot read. :meth:`reload` keeps the old policy instead.
+    policy it cannot read. :meth:`reload` keeps the old policy instead. ``stats`` counts the custom
+    checks that raise (``check_errors``), under every policy loaded.
     """
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, stats: PipelineStats | None = None) -> None:
         self.path = path
+        self._stats = stats
         self._state: tuple[Policy, Grader, LiveFactory] | None = None
         if path is not None:
             self._install(load_policy(path))
 
     def _install(self, policy: Policy) -> None:
-        self._state = (policy, Grader(policy), live_scope(policy))
+        self._state = (policy, Grader(policy, self._stats), live_scope(policy))
 
     @property
     def policy(self) -> Policy | None:
@@ -66,11 +69,13 @@ class PolicyHolder:
         policy = self.policy
         return policy.is_sensitive(tool, key) if policy is not None else default_sensitive_key(tool, key)
 
-    def reload(self, captured: tuple[str, ...]) -> None:
+    def reload(self, captured: tuple[str, ...], judging: bool = False) -> None:
         """Load the file again; raises :class:`PolicyError` and keeps the old policy if it is invalid.
 
         ``captured``: the attributes the running assembler captures; a new policy that reads its
-        subject from others takes full effect only after a restart, which is logged.
+        subject from others takes full effect only after a restart, which is logged. ``judging``:
+        whether the service runs judges (it does when started on a policy with judges); judges new
+        to a service without them run only after a restart, which is logged too.
         """
         if self.path is None:
             raise PolicyError("<none>", [("", "the service was started without a policy file")])
@@ -82,6 +87,12 @@ class PolicyHolder:
                 "restart the service for them to take effect",
                 self.path,
                 ", ".join(missing),
+            )
+        if policy.has_judges() and not judging:
+            logger.warning(
+                "policy %s has LLM judges; this process was started without any: "
+                "restart the service for them to run",
+                self.path,
             )
         self._install(policy)
         logger.info("policy reloaded from %s: %s", self.path, policy.policy_version)

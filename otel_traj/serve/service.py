@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry
 from uvicorn.config import create_ssl_context
 
 from otel_traj.conversations import Conversations
+from otel_traj.judge.sink import JudgeSink
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import PolicyError
 from otel_traj.serve.connections import RequestLimit, idle_closing_protocol
@@ -116,8 +117,8 @@ class Service:
         )
         # Read once: a token file changed later takes effect on restart, as the flag would.
         self.auth_token = settings.bearer_token()
-        self.policy = PolicyHolder(settings.policy)
         self.stats = PipelineStats()
+        self.policy = PolicyHolder(settings.policy, self.stats)
         self.prometheus = PrometheusSink()
         sinks: list[Sink] = [self.prometheus]
         self.store: SqliteSink | None = None
@@ -138,6 +139,14 @@ class Service:
                 )
             )
         sinks.extend(extra_sinks)
+        self.judges: JudgeSink | None = None
+        if self.policy.policy is not None and self.policy.policy.has_judges():
+            # Ahead of the sinks it publishes to. Each run meets the judges of the policy in force when
+            # it was graded; the endpoint (OPENAI_BASE_URL, OPENAI_API_KEY) is read once, here.
+            self.judges = JudgeSink(
+                policy=lambda: self.policy.policy, sinks=sinks, redact=self.policy.is_sensitive
+            )
+            sinks.insert(0, self.judges)
         from_logs = settings.conversations_from == "logs"
         self.conversations = Conversations(
             lambda: self.policy.policy, stats=self.stats, observe_traces=not from_logs
@@ -251,7 +260,7 @@ class Service:
             logger.warning("SIGHUP ignored: the service was started without --policy")
             return False
         try:
-            self.policy.reload(self.pipeline.assembler.config.capture_attributes)
+            self.policy.reload(self.pipeline.assembler.config.capture_attributes, self.judges is not None)
         except PolicyError as exc:
             self.ingest.stats.count_reload(ok=False)
             logger.error("policy reload failed, keeping %s: %s", self._policy_version(), exc)
