@@ -10,8 +10,11 @@ import json
 import pytest
 
 from otel_traj.judge.answer import InvalidAnswer, parse_answer
+from otel_traj.judge.client import OpenAIChatModel
 from otel_traj.judge.limits import sampled
 from otel_traj.judge.result import JudgeResult
+from otel_traj.judge.sink import JudgeSink
+from otel_traj.policy import parse_policy
 from otel_traj.serialize import verdict_to_dict
 from tests.judge_helpers import RUBRIC, judge_policy, judge_sink, verdict
 from tests.judge_server import answer, judge_server
@@ -187,3 +190,27 @@ def test_unsampled_runs_never_reach_the_model() -> None:
         sink.shutdown()
     assert server.requests == []
     assert sink.stats.judge_calls == {}
+
+
+def test_has_judges_and_a_sink_judging_with_the_policy_in_force() -> None:
+    first, second = judge_policy(), judge_policy(name="second_judge")
+    without = parse_policy({"defaults": {"budget": {"max_tool_calls": 8}}})
+    agent_only = parse_policy({"agents": {"support_agent": {"judges": [{"name": "j", "rubric": RUBRIC}]}}})
+    assert first.has_judges() and agent_only.has_judges() and not without.has_judges()
+    in_force = [first]
+    results: list[JudgeResult] = []
+    with judge_server(hold=True) as llm:
+        model = OpenAIChatModel(base_url=llm.base_url, api_key="test-key")
+        sink = JudgeSink(policy=lambda: in_force[0], on_result=[results.append], model=model)
+        sink.export(verdict(0x1, first))
+        assert llm.received.acquire(timeout=10)
+        sink.export(verdict(0x2, first))  # waits behind the call in flight, with the judge it met
+        in_force[0] = second
+        sink.export(verdict(0x3, second))
+        in_force[0] = without
+        sink.export(verdict(0x4, without))
+        llm.release.set()
+        assert sink.force_flush(10_000)
+        sink.shutdown()
+    judged = sorted((r.trace_id, r.judge) for r in results)
+    assert judged == [(0x1, JUDGE), (0x2, JUDGE), (0x3, "second_judge")]
