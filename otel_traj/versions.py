@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +52,17 @@ class Versions:
             "policy": self.policy,
             "tool_contracts": self.tool_contracts,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Versions:
+        """What ``to_dict`` wrote; missing keys are unknown (``None``, no models)."""
+        return cls(
+            agent=_text(data.get("agent")),
+            models=tuple(m for m in (_text(m) for m in data.get("models") or ()) if m),
+            prompt=_text(data.get("prompt")),
+            policy=_text(data.get("policy")),
+            tool_contracts=_text(data.get("tool_contracts")),
+        )
 
 
 def _text(value: object) -> str | None:
@@ -97,5 +108,26 @@ def versions_of(
         models=tuple(models),
         prompt=prompt_version(trajectory.attributes),
         policy=policy_version,
+        tool_contracts=tool_contracts,
+    )
+
+
+def _distinct(values: Iterable[str | None]) -> str | None:
+    found = dict.fromkeys(v for v in values if v)
+    return ", ".join(found) or None
+
+
+def merged_versions(
+    parts: Iterable[Versions], policy: str | None = None, tool_contracts: str | None = None
+) -> Versions:
+    """The versions of several runs graded together (a conversation's traces): each distinct agent
+    version and prompt in order of first appearance (``"1.4.0, 1.5.0"`` when a release happened
+    mid-conversation), every model, and the ``policy`` and ``tool_contracts`` that graded them."""
+    runs = list(parts)
+    return Versions(
+        agent=_distinct(v.agent for v in runs),
+        models=tuple(dict.fromkeys(m for v in runs for m in v.models)),
+        prompt=_distinct(v.prompt for v in runs),
+        policy=policy,
         tool_contracts=tool_contracts,
     )

@@ -35,6 +35,23 @@ def where(trace: TraceSummary, step: str | None = None) -> str:
     return f"trace {trace.trace_id}" + (f" step {step}" if step else "")
 
 
+def _cost(traces: Sequence[TraceSummary], limit: float) -> tuple[str | None, str | None]:
+    """(the overrun, why the cost is unknown): a trace whose cost is unknown makes the total unknown,
+    never judged on a partial sum, as the trace's own budget check does."""
+    unknown = next((t for t in traces if t.cost_usd is None), None)
+    if unknown is not None:
+        return None, f"cost unknown: {where(unknown)}: {unknown.cost_reason or 'cost not recorded'}"
+    total = 0.0
+    crossed: TraceSummary | None = None
+    for trace in traces:
+        total += trace.cost_usd or 0.0
+        if crossed is None and total > limit:
+            crossed = trace
+    if crossed is None:
+        return None, None
+    return f"cost ${total:.6g} > ${limit:.6g} (crossed in {where(crossed)})", None
+
+
 def check_budget(
     traces: Sequence[TraceSummary], budget: ConversationBudget, severity: Severity
 ) -> CheckResult:
@@ -66,9 +83,20 @@ def check_budget(
         if duration > budget.max_duration_s:
             last = max(traces, key=lambda t: t.end_ns)
             problems.append(f"{duration:.1f} s > {budget.max_duration_s:g} s (until {where(last)})")
+    unknown: str | None = None
+    if budget.max_cost_usd is not None:
+        overrun, unknown = _cost(traces, budget.max_cost_usd)
+        if overrun is not None:
+            problems.append(overrun)
     if problems:
         return failure(BUDGET, severity, problems, steps)
-    return passed(BUDGET, severity, f"within budget over {count(len(traces), 'trace')}")
+    measured = [f for f, _, _ in _TOTALS if getattr(budget, f) is not None] + (
+        ["max_duration_s"] if budget.max_duration_s is not None else []
+    )
+    if unknown is not None and not measured:
+        return skipped(BUDGET, severity, f"not measurable: {unknown}")
+    note = f" ({unknown})" if unknown is not None else ""
+    return passed(BUDGET, severity, f"within budget over {count(len(traces), 'trace')}{note}")
 
 
 def check_scope(traces: Sequence[TraceSummary], severity: Severity, scoped: bool) -> CheckResult:

@@ -17,6 +17,7 @@ from otel_traj.grader import classify, score
 from otel_traj.policy import AgentPolicy, Conversation, Policy
 from otel_traj.policy.rules import Confirmation
 from otel_traj.verdict import CheckResult, Severity, Verdict
+from otel_traj.versions import contracts_hash, merged_versions
 
 
 def agent_policy(policy: Policy, trace: TraceSummary) -> AgentPolicy:
@@ -36,10 +37,12 @@ def grade_conversation(
     policy_version: str | None = None,
     confirmation: Confirmation | None = None,
     confirmation_severity: Severity = "critical",
+    tool_contracts: str | None = None,
 ) -> ConversationVerdict:
     """``scoped``: the agent's policy has a ``scope`` section (how the subject is found).
     ``confirmation``: the agent's, whose calls left unconfirmed by their trace an earlier trace may
-    confirm (``conversation_confirmation``, with the trace check's severity)."""
+    confirm (``conversation_confirmation``, with the trace check's severity). ``tool_contracts``: the
+    hash of the agent's tool contracts, for the verdict's versions."""
     ordered = sorted(traces, key=lambda t: (t.start_ns, t.trace_id))
     if not ordered:
         raise ValueError("a conversation has at least one trace")
@@ -63,6 +66,7 @@ def grade_conversation(
         complete=complete,
         policy_version=policy_version,
         graded_at_ns=time.time_ns(),
+        versions=merged_versions((t.versions for t in ordered), policy_version, tool_contracts),
     )
 
 
@@ -81,6 +85,7 @@ def grade_with_policy(
         complete=complete,
         scoped=rules.scope is not None,
         policy_version=policy.policy_version,
+        tool_contracts=contracts_hash(rules),
         confirmation=rules.confirmation,
         confirmation_severity=rules.severity.confirmation,
     )

@@ -1,6 +1,6 @@
 """The JSON shape of a conversation verdict, shared by ``grade``, the store and ``report``: the
 trajectory verdict's keys (``outcome``, ``score``, ``checks``, ``policy_version``) plus the
-conversation's id, traces and totals."""
+conversation's id, traces, totals, cost and versions."""
 
 from __future__ import annotations
 
@@ -31,8 +31,17 @@ def conversation_to_dict(verdict: ConversationVerdict, redactor: Redactor | None
         "duration_s": round(verdict.duration_s, 6),
         "start_ns": verdict.start_ns,
         "end_ns": verdict.end_ns,
+        "total_cost_usd": verdict.total_cost_usd,
+        "cost_reason": verdict.cost_reason,
+        "versions": verdict.versions.to_dict(),
         "traces": [
-            {"trace_id": t.trace_id, "outcome": t.outcome, "score": t.score, "tool_calls": t.tool_calls}
+            {
+                "trace_id": t.trace_id,
+                "outcome": t.outcome,
+                "score": t.score,
+                "tool_calls": t.tool_calls,
+                "cost_usd": t.cost_usd,
+            }
             for t in verdict.traces
         ],
         "checks": [check_to_dict(c, redaction) for c in verdict.checks],

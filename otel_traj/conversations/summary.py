@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from otel_traj.checks import confirmation as confirmation_check
 from otel_traj.checks.base import args_key, label, step_id
 from otel_traj.checks.confirmation import Message
 from otel_traj.checks.scope import resolve_subject
+from otel_traj.cost import run_cost
 from otel_traj.policy import AgentPolicy, Scope
 from otel_traj.policy.rules import Confirmation
 from otel_traj.redact import redact_text
 from otel_traj.steps import ToolCall, span_hex
 from otel_traj.verdict import Verdict
+from otel_traj.versions import Versions
 
 # Tool calls kept per trace; a run beyond it still counts every call in ``tool_calls``.
 MAX_CALLS = 256
@@ -71,6 +73,11 @@ class TraceSummary:
     messages: tuple[Message, ...] = ()
     approvals: tuple[str, ...] = ()
     unconfirmed: tuple[tuple[str, str, bool], ...] = ()
+    # The run's cost in US dollars (``None`` with the reason when a model call's price is unknown)
+    # and the versions that produced it.
+    cost_usd: float | None = None
+    cost_reason: str | None = None
+    versions: Versions = field(default_factory=Versions)
 
     @property
     def size_bytes(self) -> int:
@@ -80,6 +87,9 @@ class TraceSummary:
         texts += sum(len(a) + _ENTRY_BYTES for a in self.approvals)
         texts += sum(len(s) + len(t) + _ENTRY_BYTES for s, t, _ in self.unconfirmed)
         scoped = sum(len(a) + len(v) for c in self.calls for a, v in c.scoped)
+        v = self.versions
+        texts += len(self.cost_reason or "") + sum(len(m) + _ENTRY_BYTES for m in v.models)
+        texts += sum(len(s or "") for s in (v.agent, v.prompt, v.policy, v.tool_contracts))
         return (
             4 * (texts + scoped + len(self.conversation_id) + len(self.agent) + len(self.subject or "")) + 512
         )
@@ -106,6 +116,9 @@ class TraceSummary:
             "messages": [[m.role, m.text] for m in self.messages],
             "approvals": list(self.approvals),
             "unconfirmed": [list(u) for u in self.unconfirmed],
+            "cost_usd": self.cost_usd,
+            "cost_reason": self.cost_reason,
+            "versions": self.versions.to_dict(),
         }
 
     @classmethod
@@ -144,6 +157,9 @@ class TraceSummary:
                 (str(step), str(tool), bool(asked))
                 for step, tool, asked in data.get("unconfirmed", [])[:MAX_CALLS]
             ),
+            cost_usd=None if data.get("cost_usd") is None else float(data["cost_usd"]),
+            cost_reason=None if data.get("cost_reason") is None else str(data["cost_reason"]),
+            versions=Versions.from_dict(data.get("versions") or {}),
         )
 
 
@@ -180,6 +196,7 @@ def summarize(verdict: Verdict, policy: AgentPolicy | None) -> TraceSummary | No
         else ((), (), ())
     )
     agent_span = traj.agent_runs[0].span_id if traj.agent_runs else traj.root_span_id
+    cost = run_cost(traj)
     return TraceSummary(
         trace_id=traj.trace_hex,
         conversation_id=traj.conversation_id,
@@ -201,6 +218,9 @@ def summarize(verdict: Verdict, policy: AgentPolicy | None) -> TraceSummary | No
         messages=messages,
         approvals=approvals,
         unconfirmed=unconfirmed,
+        cost_usd=cost.total_usd,
+        cost_reason=cost.reason,
+        versions=verdict.versions,
     )
 
 

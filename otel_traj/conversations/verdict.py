@@ -6,13 +6,15 @@ from dataclasses import dataclass, field
 
 from otel_traj.conversations.summary import TraceSummary
 from otel_traj.verdict import CheckResult, Outcome
+from otel_traj.versions import Versions
 
 
 @dataclass(slots=True)
 class ConversationVerdict:
     """Shaped like a trajectory ``Verdict`` (outcome, score, checks) over the conversation's
     ``traces`` (summaries, in start order). ``complete`` is False when the conversation was graded
-    before it went idle because the tracker's bounds were reached."""
+    before it went idle because the tracker's bounds were reached. ``versions``: the traces' merged
+    (``otel_traj.versions.merged_versions``) with the policy that graded the conversation."""
 
     conversation_id: str
     agent: str
@@ -23,6 +25,7 @@ class ConversationVerdict:
     complete: bool = True
     policy_version: str | None = None
     graded_at_ns: int = 0
+    versions: Versions = field(default_factory=Versions)
 
     @property
     def trace_ids(self) -> list[str]:
@@ -43,6 +46,22 @@ class ConversationVerdict:
     @property
     def output_tokens(self) -> int:
         return sum(t.output_tokens for t in self.traces)
+
+    @property
+    def total_cost_usd(self) -> float | None:
+        """US dollars over the traces; ``None`` when a trace's cost is unknown (``cost_reason``),
+        so a partial sum is never presented as the total."""
+        costs = [t.cost_usd for t in self.traces]
+        return None if None in costs else sum(c or 0.0 for c in costs)
+
+    @property
+    def cost_reason(self) -> str | None:
+        """Why ``total_cost_usd`` is unknown: the first trace without a cost, and how many more."""
+        unknown = [t for t in self.traces if t.cost_usd is None]
+        if not unknown:
+            return None
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        return f"trace {unknown[0].trace_id}: {unknown[0].cost_reason or 'cost not recorded'}{more}"
 
     @property
     def start_ns(self) -> int:
