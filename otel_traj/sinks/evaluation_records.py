@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from otel_traj.cost import run_cost
 from otel_traj.redact import TraceRedaction
 from otel_traj.verdict import CheckResult, Verdict
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from otel_traj.conversations import ConversationVerdict, TraceSummary
     from otel_traj.judge.result import JudgeResult
     from otel_traj.trajectory import Trajectory
+    from otel_traj.versions import Versions
 
 EVENT_NAME = "gen_ai.evaluation.result"
 EVALUATION_NAME = "gen_ai.evaluation.name"
@@ -46,6 +48,11 @@ OUTCOME = PREFIX + "outcome"
 # Only on a judge's results: what gave the score (the checks' results are the policy's rules).
 SOURCE = "otel_traj.evaluation.source"
 JUDGE_MODEL = "otel_traj.judge.model"
+# On every record of a verdict: the versions that produced it (``otel_traj.version.agent``, ``.models``,
+# ``.prompt``, ``.policy``, ``.tool_contracts``, those known) and its cost in US dollars (absent when
+# unknown), so a backend can split results by release.
+VERSION_PREFIX = "otel_traj.version."
+COST_USD = "otel_traj.cost_usd"
 
 AttributeValue = str | float | int | bool | Sequence[str]
 
@@ -95,6 +102,13 @@ def _common(
     return common
 
 
+def _release(versions: Versions, cost_usd: float | None) -> dict[str, AttributeValue]:
+    release: dict[str, AttributeValue] = {VERSION_PREFIX + k: v for k, v in versions.to_dict().items() if v}
+    if cost_usd is not None:
+        release[COST_USD] = cost_usd
+    return release
+
+
 def evaluated_span(traj: Trajectory) -> int | None:
     """The span a run's outcome is about: its agent span, else its root span."""
     return traj.agent_runs[0].span_id if traj.agent_runs else traj.root_span_id
@@ -106,6 +120,7 @@ def trajectory_records(
     traj = verdict.trajectory
     home = evaluated_span(traj) or 0
     common = _common("trajectory", traj.agent_label, traj.conversation_id, verdict.policy_version)
+    common |= _release(verdict.versions, run_cost(traj).total_usd)
     when = verdict.graded_at_ns
     records: list[EvaluationRecord] = []
     for check in verdict.checks:
@@ -146,6 +161,7 @@ def conversation_records(
 ) -> list[EvaluationRecord]:
     last = verdict.traces[-1]
     common = _common("conversation", verdict.agent, verdict.conversation_id, verdict.policy_version)
+    common |= _release(verdict.versions, verdict.total_cost_usd)
     when = verdict.graded_at_ns
     records: list[EvaluationRecord] = []
     for check in verdict.checks:
