@@ -143,7 +143,7 @@ def clean_refund(conversation_id: str = "conv-clean") -> Run:
                     Call(
                         "create_refund_request",
                         {"invoice_id": "INV-1002", "amount_yuan": 199, "reason": "duplicate charge"},
-                        {"refund_id": "RF-5001"},
+                        {"refund_id": "RF-5001", "status": "submitted"},
                     )
                 ]
             ),

@@ -51,7 +51,7 @@ def violating_refund() -> Run:
                     Call(
                         "create_refund_request",
                         {"invoice_id": "INV-1002", "amount_yuan": 199, "reason": HOSTILE},
-                        {"refund_id": "RF-5001"},
+                        {"refund_id": "RF-5001", "status": "submitted"},
                     )
                 ]
             ),

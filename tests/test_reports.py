@@ -13,6 +13,9 @@ from otel_traj.reports.junit import render_junit
 from otel_traj.verdict import CheckResult, Verdict
 from tests.support_trajectories import clean_run, example_policy, violating_run
 
+# The example policy runs 12 checks on every run (its sections and contracts).
+CHECKS_PER_RUN = 12
+
 
 def verdicts() -> list[Verdict]:
     grader = Grader(example_policy())
@@ -37,7 +40,7 @@ def test_table_lists_outcomes_paths_and_failed_checks() -> None:
 def test_markdown_one_row_per_trajectory_and_check() -> None:
     text = render("markdown", verdicts())
     rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert len(rows) == 20
+    assert len(rows) == 2 * CHECKS_PER_RUN
     scope_row = next(r for r in rows if "00000def" in r and "| scope |" in r)
     assert "❌ fail" in scope_row and "**unsafe**" in scope_row and "`s3`" in scope_row
     assert "list\\_invoices used customer\\_id=C028, subject is C023" in scope_row
@@ -55,7 +58,11 @@ def test_markdown_escapes_table_breaking_text() -> None:
 def test_junit_parses_and_counts() -> None:
     xml = render_junit(verdicts())
     root = ET.fromstring(xml)
-    assert root.tag == "testsuites" and root.get("tests") == "20" and root.get("failures") == "2"
+    assert (
+        root.tag == "testsuites"
+        and root.get("tests") == str(2 * CHECKS_PER_RUN)
+        and root.get("failures") == "2"
+    )
     [suite] = root.findall("testsuite")
     assert suite.get("name") == "support_agent" and suite.get("failures") == "2"
     failures = [
@@ -86,7 +93,7 @@ def test_json_is_the_verdict_shape() -> None:
     data = json.loads(render("json", verdicts()))
     assert [t["outcome"] for t in data["trajectories"]] == ["pass", "unsafe"]
     first = data["trajectories"][0]
-    assert first["score"] == 1.0 and len(first["checks"]) == 10
+    assert first["score"] == 1.0 and len(first["checks"]) == CHECKS_PER_RUN
     assert first["tool_calls"][0]["name"] == "get_subscription"
 
 

@@ -37,7 +37,7 @@ SERVICE = "support-agent"
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m examples.refund_agent",
-        description="Run the support-agent demo: five tickets, graded while the agent runs.",
+        description="Run the support-agent demo: seven tickets, graded while the agent runs.",
     )
     parser.add_argument(
         "--db",
@@ -113,7 +113,7 @@ def format_results(results: Sequence[tuple[Ticket, Verdict]]) -> str:
 
 
 def fresh_store(db: str) -> None:
-    """Delete the demo's store of a previous run, so the report shows this run's five tickets only.
+    """Delete the demo's store of a previous run, so the report shows this run's tickets only.
 
     A store that holds runs of any other service is not the demo's (``otel-traj serve`` defaults to
     the same file name): it is kept, and the demo stops."""
