@@ -189,5 +189,9 @@ def test_dashboard_has_the_panels_operators_need() -> None:
         "memory (otel-traj serve)",
         "unsafe conversations",
         "conversation check failures by check",
+        "newest version per agent",
+        "tokens per trajectory by version",
+        "cost per trajectory by version",
+        "check failure ratio by version",
     ):
         assert needle in titles, needle
