@@ -179,6 +179,7 @@ def test_dashboard_has_the_panels_operators_need() -> None:
     for needle in (
         "outcome",
         "check failures by check",
+        "failing runs by stage",
         "scope violations",
         "tokens per trajectory",
         "tool calls per trajectory",
