@@ -406,8 +406,8 @@ def test_metric_names_labels_and_buckets_are_the_published_contract() -> None:
     sink = PrometheusSink()
     sink.export(make_verdict(VIOLATING_TRACE, violating=True))
     priced = violating_run()
-    for call in priced.model_calls:
-        call.model, call.provider = "gpt-4o-mini", "openai"
+    for model in priced.model_calls:
+        model.model, model.provider = "gpt-4o-mini", "openai"
     sink.export(GRADER.grade(priced))
     judged = JudgeResult(
         trace_id=VIOLATING_TRACE, agent="support_agent", judge="answer", model="m", score=1.0,
