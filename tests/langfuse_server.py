@@ -14,19 +14,15 @@ import datetime as dt
 import gzip
 import json
 import math
-import re
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlparse
 
-import pydantic
-from langfuse.api.core.pydantic_utilities import parse_obj_as
 from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
 from langfuse.api.scores.types.create_score_request import CreateScoreRequest
 from langfuse.api.scores.types.score_body import ScoreBody
@@ -35,16 +31,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tests.langfuse_wire import Faults, Invalid, RequestRecord, StoredSpan, check_score
+
 Version = Literal["v5", "v4-single", "v3"]
 """``v5``: list form (202/207); ``v4-single``: one object per POST, a list is a 400; ``v3``: no
 ``/api/public/scores`` POST at all (404), only ``/api/public/ingestion``."""
 
-_ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
 _ENVELOPE_KEYS = {"id", "timestamp", "type", "body", "metadata"}
-
-
-class Invalid(Exception):
-    pass
 
 
 def free_port() -> int:
@@ -52,74 +45,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-@dataclass(slots=True, frozen=True)
-class StoredSpan:
-    trace_id: str
-    span_id: str
-    parent_id: str | None
-    name: str
-
-
-@dataclass(slots=True, frozen=True)
-class RequestRecord:
-    method: str
-    path: str
-    status: int
-    scores: int
-
-
-@dataclass
-class Faults:
-    fail_times: int = 0
-    fail_status: int = 500
-    retry_after: str | None = None
-    reject_status: int | None = None
-    reject_message: str = "Invalid request data"
-    delay: float = 0.0
-    # While set, every request is held until the event fires: a server that does not answer at all.
-    gate: threading.Event | None = None
-    # score name -> (status, remaining times; -1 = always) for 207 partial rejection
-    partial: dict[str, list[int]] = field(default_factory=dict)
-
-
-def _check(model: type[pydantic.BaseModel], body: Any, with_timestamp: bool) -> dict[str, Any]:
-    """Validate one score like the API does; returns the stored form."""
-    if not isinstance(body, dict):
-        raise Invalid(f"expected an object, received {type(body).__name__}")
-    try:
-        score: Any = parse_obj_as(model, body)
-    except pydantic.ValidationError as exc:
-        raise Invalid(str(exc).replace("\n", " ")) from exc
-    if score.model_extra:
-        raise Invalid(f"unrecognized keys: {sorted(score.model_extra)}")
-    subjects = [k for k in ("trace_id", "session_id", "dataset_run_id") if getattr(score, k)]
-    if len(subjects) != 1:
-        raise Invalid(
-            "Provide exactly one of traceId (with optional observationId), sessionId or datasetRunId"
-        )
-    if score.observation_id and not score.trace_id:
-        raise Invalid("observationId requires traceId")
-    data_type = str(score.data_type.value) if score.data_type is not None else "NUMERIC"
-    value = score.value
-    if data_type in ("CATEGORICAL", "TEXT"):
-        if not isinstance(value, str):
-            raise Invalid(f"{data_type} scores need a string value")
-        if data_type == "TEXT" and not 1 <= len(value) <= 500:
-            raise Invalid("TEXT values are 1-500 characters")
-    elif isinstance(value, str) or not math.isfinite(value):
-        raise Invalid(f"{data_type} scores need a finite number")
-    elif data_type == "BOOLEAN" and value not in (0, 1):
-        raise Invalid("BOOLEAN scores must be 0 or 1")
-    if score.environment is not None and not _ENVIRONMENT.match(score.environment):
-        raise Invalid(f"invalid environment {score.environment!r}")
-    stored: dict[str, Any] = json.loads(json.dumps(body))
-    stored.setdefault("id", f"srv-{time.monotonic_ns()}")
-    stored["dataType"] = data_type
-    if with_timestamp and "timestamp" not in stored:
-        stored["timestamp"] = dt.datetime.now(dt.UTC).isoformat()
-    return stored
 
 
 class LangfuseTestServer:
@@ -353,7 +278,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _score_single(self, payload: Any) -> None:
         try:
-            score = _check(CreateScoreRequest, payload, with_timestamp=True)
+            score = check_score(CreateScoreRequest, payload, with_timestamp=True)
         except Invalid as exc:
             self._reply(400, {"message": "Invalid request data", "error": str(exc)})
             return
@@ -365,7 +290,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(400, {"message": "Invalid request data", "error": "Expected object, received array"})
             return
         try:
-            scores = [_check(CreateScoreRequest, item, with_timestamp=True) for item in payload]
+            scores = [check_score(CreateScoreRequest, item, with_timestamp=True) for item in payload]
         except Invalid as exc:
             self._reply(400, {"message": "Invalid request data", "error": str(exc)})
             return
@@ -402,7 +327,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if event.get("type") != "score-create":
                     raise Invalid(f"unsupported event type {event.get('type')!r}")
                 dt.datetime.fromisoformat(str(event["timestamp"]))
-                score = _check(ScoreBody, event["body"], with_timestamp=False)
+                score = check_score(ScoreBody, event["body"], with_timestamp=False)
             except (Invalid, ValueError, KeyError) as exc:
                 errors.append(
                     {"id": event_id, "status": 400, "message": "Invalid request data", "error": str(exc)}
