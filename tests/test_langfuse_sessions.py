@@ -66,6 +66,11 @@ def test_each_conversation_check_and_its_outcome_become_scores_on_its_session(ve
     verdict = next(v for v in verdicts if v.conversation_id == "conv-switch")
     assert outcome["metadata"]["trace_ids"] == verdict.trace_ids
     assert outcome["metadata"]["score"] == round(verdict.score, 4)
+    # As a run's scores do: the versions that produced the conversation and what it cost.
+    assert verdict.total_cost_usd is not None and verdict.versions.models == ("gpt-4o-mini",)
+    for score in switch.values():
+        assert score["metadata"]["versions"] == verdict.versions.to_dict()
+        assert score["metadata"]["total_cost_usd"] == pytest.approx(verdict.total_cost_usd)
     scope = switch["traj.conversation_scope"]
     assert (scope["dataType"], scope["value"], scope["metadata"]["severity"]) == ("BOOLEAN", 0, "critical")
     assert scope["id"] == session_score_id("conv-switch", "traj.conversation_scope")

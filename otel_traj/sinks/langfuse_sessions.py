@@ -60,6 +60,9 @@ def conversation_scores(
         "agent": verdict.agent,
         "traces": len(verdict.traces),
         "trace_ids": verdict.trace_ids[-MAX_TRACE_IDS:],
+        # As on a run's scores: what produced the conversation, and what it cost (None when unknown).
+        "versions": verdict.versions.to_dict(),
+        "total_cost_usd": verdict.total_cost_usd,
     }
 
     def make(name: str, value: float | str, data_type: str, text: str, extra: dict[str, Any]) -> WireScore:
