@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 EXIT_ALLOWED = 0
@@ -55,24 +54,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from otel_traj.cli.inputs import InputError, load_inputs, write_report
     from otel_traj.gate import CaseFinder, GateInputError, decide, load_side
     from otel_traj.gate.render import RENDERERS
-    from otel_traj.policy import PolicyError, load_policy
 
     try:
-        policy = load_policy(args.policy) if args.policy else None
-    except PolicyError as exc:
-        print(f"otel-traj: invalid policy\n{exc}", file=sys.stderr)
+        policy, cases = load_inputs(args.policy, args.cases)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
         return EXIT_INPUT
-    cases = None
-    if args.cases:
-        from otel_traj.cases import CaseFileError, load_cases
-
-        try:
-            cases = load_cases(args.cases)
-        except CaseFileError as exc:
-            print(f"otel-traj: invalid cases: {exc}", file=sys.stderr)
-            return EXIT_INPUT
     finder = CaseFinder(cases, args.match_on)
     try:
         baseline = load_side(args.baseline, policy, finder, "baseline")
@@ -87,13 +77,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INPUT
-    report = RENDERERS[args.format](result)
-    if args.out:
-        try:
-            Path(args.out).write_text(report, encoding="utf-8")
-        except OSError as exc:
-            print(f"otel-traj: cannot write {args.out}: {exc}", file=sys.stderr)
-            return EXIT_INPUT
-    else:
-        sys.stdout.write(report)
+    try:
+        write_report(RENDERERS[args.format](result), args.out)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INPUT
     return EXIT_ALLOWED if result.allowed else EXIT_BLOCKED

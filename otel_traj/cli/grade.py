@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from otel_traj.adapters import TraceFileError
 from otel_traj.adapters.files import SkippedFile, TraceInputs, read_trace_inputs
+from otel_traj.cli.inputs import InputError, load_inputs, write_report
 from otel_traj.config import AssemblerConfig
 from otel_traj.grader import Grader
 from otel_traj.live import subject_attributes
 from otel_traj.offline import trajectories_from_views
 from otel_traj.pipeline import ungraded
-from otel_traj.policy import PolicyError, load_policy
 from otel_traj.progress import track
 from otel_traj.reports import RENDERERS, render
 
@@ -80,22 +79,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        policy = load_policy(args.policy) if args.policy else None
-        grade = Grader(policy).grade if policy is not None else ungraded
-    except PolicyError as exc:
-        print(f"otel-traj: invalid policy\n{exc}", file=sys.stderr)
+        policy, cases = load_inputs(args.policy, args.cases)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
         return EXIT_INPUT
-    cases = None
-    if args.cases:
-        # Golden cases, the HTML report and Langfuse load only when asked for: a plain grade is
-        # mostly start-up, in CI and pre-commit hooks.
-        from otel_traj.cases import CaseFileError, load_cases
-
-        try:
-            cases = load_cases(args.cases)
-        except CaseFileError as exc:
-            print(f"otel-traj: invalid cases: {exc}", file=sys.stderr)
-            return EXIT_INPUT
+    grade = Grader(policy).grade if policy is not None else ungraded
     try:
         inputs = read_trace_inputs(args.paths)
     except TraceFileError as exc:
@@ -126,16 +114,13 @@ def run(args: argparse.Namespace) -> int:
 
         verdicts, case_report = apply_cases(verdicts, cases, args.match_on)
         print("\n".join(summary_lines(case_report)), file=sys.stderr)
-    report = render(args.format, verdicts, conversations)
-    if args.out:
-        try:
-            Path(args.out).write_text(report, encoding="utf-8")
-        except OSError as exc:
-            print(f"otel-traj: cannot write {args.out}: {exc}", file=sys.stderr)
-            return EXIT_INPUT
-    else:
-        sys.stdout.write(report)
+    try:
+        write_report(render(args.format, verdicts, conversations), args.out)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INPUT
     if args.html:
+        # The HTML report and Langfuse, like golden cases, load only when asked for.
         from otel_traj.conversations.serialize import conversation_to_dict
         from otel_traj.reports.html import write_html
         from otel_traj.serialize import verdict_to_dict

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 EXIT_OK = 0
@@ -76,6 +75,7 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from otel_traj.cli.inputs import InputError, write_report
     from otel_traj.cli.report import parse_since
     from otel_traj.config import env_str
     from otel_traj.policy.models import Scope
@@ -111,14 +111,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"otel-traj: {note}", file=sys.stderr)
     if not suggestion.agents:
         return _fail(f"no agent has {settings.min_runs} successful runs in {suggestion.runs} runs: no policy")
-    text = render_yaml(suggestion)
-    if args.out:
-        try:
-            Path(args.out).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            return _fail(f"cannot write {args.out}: {exc}")
-    else:
-        sys.stdout.write(text)
+    try:
+        write_report(render_yaml(suggestion), args.out)
+    except InputError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INPUT
     agents = ", ".join(f"{a.agent} ({a.successful} of {a.runs} runs succeeded)" for a in suggestion.agents)
     print(f"otel-traj: suggested rules for {agents}", file=sys.stderr)
     return EXIT_OK
