@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sqlite3
 import sys
 import time
-from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
 from otel_traj.cli.report_conversations import report_conversations
+from otel_traj.cli.report_table import OUTCOMES, failed_checks, print_report, render_rows, started
 from otel_traj.config import env_str
-from otel_traj.reports.html import write_html
 from otel_traj.sinks.store import Query, StoreError, connect, read_verdicts
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-OUTCOMES = ("unsafe", "fail", "pass_with_warnings", "pass", "incomplete")
 
 
 _MAX_NS = 2**63 - 1
@@ -82,25 +79,18 @@ def render_table(verdicts: list[dict[str, Any]]) -> str:
     header = ("TRACE", "AGENT", "OUTCOME", "SCORE", "STARTED (UTC)", "TOOLS", "FAILED CHECKS")
     rows = [header]
     for v in verdicts:
-        started = datetime.fromtimestamp(v["start_ns"] / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-        failed = [c["name"] for c in v["checks"] if c["status"] == "fail"]
         rows.append(
             (
                 v["trace_id"],
                 v["agent"],
                 v["outcome"],
                 f"{v['score']:.2f}",
-                started,
+                started(v),
                 str(len(v["tool_calls"])),
-                ", ".join(failed) or "-",
+                failed_checks(v),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    counts = Counter(v["outcome"] for v in verdicts)
-    tally = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
-    lines.append(f"{len(verdicts)} trajectories" + (f": {tally}" if tally else ""))
-    return "\n".join(lines)
+    return render_rows(rows, (v["outcome"] for v in verdicts), f"{len(verdicts)} trajectories")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,14 +111,4 @@ def run(args: argparse.Namespace) -> int:
         return 2
     finally:
         conn.close()
-    if args.format == "json":
-        print(json.dumps({"trajectories": verdicts}, indent=2, ensure_ascii=False))
-    else:
-        print(render_table(verdicts))
-    if args.html:
-        try:
-            write_html(args.html, verdicts)
-        except OSError as exc:
-            print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
-            return 2
-    return 0
+    return print_report(args, "trajectories", verdicts, render_table, verdicts)
