@@ -23,26 +23,9 @@ from pydantic import (
 )
 
 from otel_traj.plugins import FunctionPath, registered_check
-from otel_traj.policy.rules import Confirmation, Efficiency, Injection, Postcondition, Relation
+from otel_traj.policy.rules import Confirmation, Efficiency, Injection, Pattern, Postcondition, Relation
 
 Severity = Literal["critical", "error", "warning", "info"]
-
-
-def _compile_regex(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
-    return value
-
-
-Regex = Annotated[
-    re.Pattern[str],
-    BeforeValidator(_compile_regex),
-    PlainSerializer(lambda p: p.pattern, return_type=str),
-    WithJsonSchema({"type": "string", "format": "regex"}),
-]
 
 
 def _names(value: Any) -> Any:
@@ -135,7 +118,7 @@ DEFAULT_ACKNOWLEDGEMENT = (
 
 
 class Recovery(_Section):
-    acknowledgement: Regex = Field(
+    acknowledgement: Pattern = Field(
         default_factory=lambda: re.compile(DEFAULT_ACKNOWLEDGEMENT),
         description="pattern of a final answer that admits an unresolved tool error",
     )
@@ -148,7 +131,7 @@ class OrderRule(_Section):
 
 class Subject(_Section):
     attributes: tuple[str, ...] = Field(default=(), description="first value found on any span of the trace")
-    pattern: Regex | None = Field(
+    pattern: Pattern | None = Field(
         default=None,
         description="extract the subject from the attribute, the conversation id or the user's input",
     )
@@ -190,7 +173,7 @@ class Tools(_Section):
 
 
 class ClaimRule(_Section):
-    pattern: Regex = Field(description="what the final answer claims")
+    pattern: Pattern = Field(description="what the final answer claims")
     requires_success: str = Field(description="tool that must have succeeded for the claim to hold")
 
 
@@ -220,19 +203,10 @@ class Grading(_Section):
     )
 
 
-class ConversationBudget(_Section):
+class ConversationBudget(Budget):
     """Totals over every trace of one conversation."""
 
     max_traces: int | None = Field(default=None, ge=1)
-    max_tool_calls: int | None = Field(default=None, ge=0)
-    max_model_turns: int | None = Field(default=None, ge=0)
-    max_total_tokens: int | None = Field(default=None, ge=0)
-    max_input_tokens: int | None = Field(default=None, ge=0)
-    max_output_tokens: int | None = Field(default=None, ge=0)
-    max_duration_s: float | None = Field(default=None, gt=0)
-    max_cost_usd: float | None = Field(
-        default=None, ge=0, description="US dollars, priced by genai-prices; not measurable when unknown"
-    )
 
 
 class ConversationRepeats(_Section):
@@ -334,7 +308,7 @@ DEFAULT_SENSITIVE_PATTERNS = (
 
 class Redaction(_Section):
     keys: tuple[str, ...] = Field(default=(), description="argument keys redacted for every tool")
-    patterns: tuple[Regex, ...] = Field(
+    patterns: tuple[Pattern, ...] = Field(
         default_factory=lambda: tuple(re.compile(p) for p in DEFAULT_SENSITIVE_PATTERNS),
         description="argument keys matching any of these are redacted",
     )
