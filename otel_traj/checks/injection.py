@@ -80,7 +80,8 @@ def check_injection(
     traj: Trajectory, injection: Injection, tools: Tools, severity: Severity = "critical"
 ) -> CheckResult:
     calls = traj.tool_calls
-    user_words = _user_words(traj)
+    # The words the user wrote are needed only once a result holds an instruction (rarely).
+    user_words: frozenset[str] | None = None
     sources = 0
     missing = 0
     planted = 0
@@ -96,6 +97,8 @@ def check_injection(
         if match is None:
             continue
         planted += 1
+        if user_words is None:
+            user_words = _user_words(traj)
         for later in calls[index + 1 :]:
             why = _why(later, tools, injection, user_words) if finished_before(source, later) else None
             if why is not None:
