@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import zlib
+from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
@@ -65,15 +66,20 @@ def decode_protobuf(data: bytes) -> SpanBatch:
     return views_from_request(request)
 
 
-def decode_json(data: bytes) -> SpanBatch:
+def load_json(data: bytes) -> Any:
+    """A request body's JSON document; :class:`InvalidRequest` when it is not JSON."""
     try:
-        doc = json.loads(data)
+        return json.loads(data)
     except RecursionError:
         raise InvalidRequest("invalid JSON: nested too deeply") from None
     except ValueError as exc:
         # Besides syntax and encoding errors: an integer longer than Python converts from a string
         # (``sys.get_int_max_str_digits``) is the sender's mistake too, not the receiver's.
         raise InvalidRequest(f"invalid JSON: {exc}") from None
+
+
+def decode_json(data: bytes) -> SpanBatch:
+    doc = load_json(data)
     if doc == {}:
         return SpanBatch()
     try:
@@ -90,16 +96,17 @@ def response(accepted: Accepted) -> ExportTraceServiceResponse:
     return message
 
 
-def response_body(accepted: Accepted, content_type: str) -> bytes:
-    message = response(accepted)
+def encode(message: Message, content_type: str) -> bytes:
+    """A response message in the request's encoding: OTLP/JSON or binary protobuf."""
     if content_type == JSON:
         return json.dumps(json_format.MessageToDict(message)).encode()
     return bytes(message.SerializeToString())
 
 
+def response_body(accepted: Accepted, content_type: str) -> bytes:
+    return encode(response(accepted), content_type)
+
+
 def status_body(code: int, text: str, content_type: str) -> bytes:
     """A ``google.rpc.Status`` body, as OTLP/HTTP requires for errors, in the request's encoding."""
-    status = status_pb2.Status(code=code, message=text)
-    if content_type == JSON:
-        return json.dumps(json_format.MessageToDict(status)).encode()
-    return bytes(status.SerializeToString())
+    return encode(status_pb2.Status(code=code, message=text), content_type)

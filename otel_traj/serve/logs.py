@@ -23,7 +23,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
@@ -36,12 +35,12 @@ from prometheus_client.registry import Collector
 from otel_traj.adapters.otlp_json import MalformedError, json_array, json_object
 from otel_traj.adapters.otlp_json import attributes as json_attributes
 from otel_traj.conversations import Conversations, TraceSummary
+from otel_traj.serve.codec import encode, load_json
 from otel_traj.serve.ingest import REQUEST_RESULTS, InvalidRequest, ReceiverStats, Refused
 from otel_traj.sinks.evaluation_records import EVENT_NAME, SUMMARY
 
 logger = logging.getLogger("otel_traj.serve")
 
-JSON = "application/json"
 # What became of each received log record (otel_traj_log_records_total{result}).
 RECORD_RESULTS = ("summary", "ignored", "invalid", "no_conversation", "disabled")
 # Older Logs SDKs name an event in this attribute rather than in the record's event_name field.
@@ -127,12 +126,7 @@ def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
 def decode_logs_json(data: bytes) -> LogBatch:
     """OTLP/JSON (lowerCamelCase keys; snake_case accepted as for traces). A record that is not a
     well-formed object counts as invalid; a request whose structure is not OTLP is a 400."""
-    try:
-        doc = json.loads(data)
-    except RecursionError:
-        raise InvalidRequest("invalid JSON: nested too deeply") from None
-    except ValueError as exc:
-        raise InvalidRequest(f"invalid JSON: {exc}") from None
+    doc = load_json(data)
     batch = LogBatch()
     try:
         for resource_logs in json_array(_field(json_object(doc), "resourceLogs", "resource_logs")):
@@ -166,10 +160,7 @@ def logs_response(accepted: LogsAccepted) -> ExportLogsServiceResponse:
 
 
 def logs_response_body(accepted: LogsAccepted, content_type: str) -> bytes:
-    message = logs_response(accepted)
-    if content_type == JSON:
-        return json.dumps(json_format.MessageToDict(message)).encode()
-    return bytes(message.SerializeToString())
+    return encode(logs_response(accepted), content_type)
 
 
 class LogIngest:
