@@ -126,6 +126,30 @@ def skipped(name: str, severity: Severity, reason: str) -> CheckResult:
     return CheckResult(name, "skipped", severity, _line(reason))
 
 
+def tallied(
+    name: str,
+    severity: Severity,
+    problems: list[str],
+    steps: Iterable[str],
+    unknown: list[str],
+    checked: int,
+    noun: str,
+    held: str = "held",
+    nothing: str | None = None,
+) -> CheckResult:
+    """The result of a check that counts what it could check: failed on any problem, skipped when
+    nothing was checkable, else passed (for the reason ``nothing`` when it is given and there was
+    nothing to check), saying how many ``noun`` ``held`` and how many were not checkable."""
+    if problems:
+        return failure(name, severity, problems, steps)
+    if unknown and not checked:
+        return skipped(name, severity, one_line(unknown))
+    if nothing is not None and not checked:
+        return passed(name, severity, nothing)
+    note = f" ({len(unknown)} not checkable)" if unknown else ""
+    return passed(name, severity, f"{count(checked, noun)} {held}{note}")
+
+
 def contains_token(haystack: str, needle: str) -> bool:
     """``needle`` occurs in ``haystack`` not as part of a longer id (``C02`` is not in ``C023``)."""
     start = haystack.find(needle)

@@ -18,12 +18,8 @@ from typing import Any
 from otel_traj.checks.base import (
     NOT_CAPTURED,
     contains_token,
-    count,
-    failure,
-    one_line,
-    passed,
-    skipped,
     step_id,
+    tallied,
 )
 from otel_traj.policy import Tools
 from otel_traj.trajectory import Trajectory
@@ -158,9 +154,6 @@ def check_grounded(traj: Trajectory, tools: Tools, severity: Severity = "error")
         # A result counts for the calls after it that started once it had ended.
         if call.result:
             sources.add(call.result, call.end_ns or _ALWAYS)
-    if problems:
-        return failure(NAME, severity, problems, steps)
-    if unknown and not checked:
-        return skipped(NAME, severity, one_line(unknown))
-    note = f" ({len(unknown)} not checkable)" if unknown else ""
-    return passed(NAME, severity, f"{count(checked, 'grounded argument')} found in earlier context{note}")
+    return tallied(
+        NAME, severity, problems, steps, unknown, checked, "grounded argument", "found in earlier context"
+    )

@@ -6,7 +6,7 @@ did not do what the run goes on to rely on.
 
 from __future__ import annotations
 
-from otel_traj.checks.base import count, failure, one_line, passed, skipped, step_id
+from otel_traj.checks.base import step_id, tallied
 from otel_traj.checks.results import UNREADABLE, PathError, result_value, same, select, shown
 from otel_traj.policy import Tools
 from otel_traj.policy.rules import Postcondition
@@ -73,11 +73,13 @@ def check_postconditions(traj: Trajectory, tools: Tools, severity: Severity = "e
                 broken = True
         if broken:
             steps.append(step_id(call))
-    if problems:
-        return failure(NAME, severity, problems, steps)
-    if unknown and not checked:
-        return skipped(NAME, severity, one_line(unknown))
-    if not checked:
-        return passed(NAME, severity, "no successful call with postconditions")
-    note = f" ({len(unknown)} not checkable)" if unknown else ""
-    return passed(NAME, severity, f"{count(checked, 'postcondition')} held{note}")
+    return tallied(
+        NAME,
+        severity,
+        problems,
+        steps,
+        unknown,
+        checked,
+        "postcondition",
+        nothing="no successful call with postconditions",
+    )

@@ -10,7 +10,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from otel_traj.checks.base import count, failure, one_line, passed, skipped, step_id
+from otel_traj.checks.base import step_id, tallied
 from otel_traj.checks.order import finished_before
 from otel_traj.checks.results import UNREADABLE, PathError, number, result_value, same, select, shown
 from otel_traj.policy import Tools
@@ -119,11 +119,13 @@ def check_relations(traj: Trajectory, tools: Tools, severity: Severity = "error"
                     if step_id(call) not in steps:
                         steps.append(step_id(call))
         earlier.add(call)
-    if problems:
-        return failure(NAME, severity, problems, steps)
-    if unknown and not checked:
-        return skipped(NAME, severity, one_line(unknown))
-    if not checked:
-        return passed(NAME, severity, "no call with a related argument")
-    note = f" ({len(unknown)} not checkable)" if unknown else ""
-    return passed(NAME, severity, f"{count(checked, 'relation')} held{note}")
+    return tallied(
+        NAME,
+        severity,
+        problems,
+        steps,
+        unknown,
+        checked,
+        "relation",
+        nothing="no call with a related argument",
+    )
