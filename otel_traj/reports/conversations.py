@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from otel_traj.conversations import ConversationVerdict
+from otel_traj.reports.junit_case import add_testcase, clean
 from otel_traj.reports.summary import OUTCOME_ORDER
 
 _HEADER = ("CONVERSATION", "AGENT", "OUTCOME", "SCORE", "TRACES", "TOOL CALLS", "TOKENS IN/OUT")
@@ -72,29 +73,18 @@ def markdown_lines(verdicts: Sequence[ConversationVerdict], cell: Callable[[str]
     return lines
 
 
-def junit_suite(
-    root: ET.Element, verdicts: Sequence[ConversationVerdict], clean: Callable[[str], str]
-) -> dict[str, int]:
+def junit_suite(root: ET.Element, verdicts: Sequence[ConversationVerdict]) -> dict[str, int]:
     """A ``conversations`` test suite: a test case per conversation x check; returns its counts."""
     suite = ET.SubElement(root, "testsuite", name="conversations")
     counts = {"tests": 0, "failures": 0, "skipped": 0}
     for v in verdicts:
         classname = clean(f"{v.agent}.conversation.{v.conversation_id}")
+        out = (
+            f"conversation {v.conversation_id} traces {', '.join(v.trace_ids)}"
+            f" outcome {v.outcome} score {v.score:.2f}"
+        )
         for check in v.checks:
-            counts["tests"] += 1
-            case = ET.SubElement(suite, "testcase", name=check.name, classname=classname)
-            if check.status == "fail":
-                counts["failures"] += 1
-                failure = ET.SubElement(case, "failure", message=clean(check.reason), type=check.severity)
-                failure.text = clean(f"{check.severity}: {check.reason}")
-            elif check.status == "skipped":
-                counts["skipped"] += 1
-                ET.SubElement(case, "skipped", message=clean(check.reason))
-            out = ET.SubElement(case, "system-out")
-            out.text = clean(
-                f"conversation {v.conversation_id} traces {', '.join(v.trace_ids)}"
-                f" outcome {v.outcome} score {v.score:.2f}"
-            )
+            add_testcase(suite, check, classname, counts, out)
     for key, value in counts.items():
         suite.set(key, str(value))
     return counts

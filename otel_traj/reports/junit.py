@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from otel_traj.reports.junit_case import add_testcase, clean
 from otel_traj.verdict import Verdict
 
 if TYPE_CHECKING:
     from otel_traj.conversations import ConversationVerdict
-
-# Characters XML 1.0 cannot carry even escaped; a tool result may contain them.
-_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _clean(text: str) -> str:
-    return _INVALID_XML.sub("\ufffd", text)
 
 
 def by_agent(verdict: Verdict) -> str:
@@ -35,36 +28,25 @@ def render_junit(
     root = ET.Element("testsuites", name="otel-traj")
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     for name, members in suites.items():
-        suite = ET.SubElement(root, "testsuite", name=_clean(name))
+        suite = ET.SubElement(root, "testsuite", name=clean(name))
         counts = {"tests": 0, "failures": 0, "skipped": 0}
         for verdict in members:
-            classname = _clean(f"{verdict.trajectory.agent_label}.{verdict.trajectory.trace_hex}")
+            classname = clean(f"{verdict.trajectory.agent_label}.{verdict.trajectory.trace_hex}")
+            incomplete = "" if verdict.trajectory.complete else " (trajectory incomplete)"
+            out = (
+                f"trace {verdict.trajectory.trace_hex} outcome {verdict.outcome}"
+                f" score {verdict.score:.2f}{incomplete}"
+            )
             for check in verdict.checks:
-                counts["tests"] += 1
-                case = ET.SubElement(suite, "testcase", name=check.name, classname=classname)
                 steps = f" (steps: {', '.join(check.steps)})" if check.steps else ""
-                if check.status == "fail":
-                    counts["failures"] += 1
-                    failure = ET.SubElement(
-                        case, "failure", message=_clean(check.reason), type=check.severity
-                    )
-                    failure.text = _clean(f"{check.severity}: {check.reason}{steps}")
-                elif check.status == "skipped":
-                    counts["skipped"] += 1
-                    ET.SubElement(case, "skipped", message=_clean(check.reason))
-                incomplete = "" if verdict.trajectory.complete else " (trajectory incomplete)"
-                out = ET.SubElement(case, "system-out")
-                out.text = _clean(
-                    f"trace {verdict.trajectory.trace_hex} outcome {verdict.outcome}"
-                    f" score {verdict.score:.2f}{incomplete}"
-                )
+                add_testcase(suite, check, classname, counts, out, steps)
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value
     if conversations:
         from otel_traj.reports.conversations import junit_suite
 
-        for key, value in junit_suite(root, conversations, _clean).items():
+        for key, value in junit_suite(root, conversations).items():
             totals[key] += value
     for key, value in totals.items():
         root.set(key, str(value))
