@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from otel_traj.conversations.serialize import conversation_to_dict
 from otel_traj.redact import Redactor
-from otel_traj.sinks.store_schema import Query
+from otel_traj.sinks.store_schema import Query, select_verdicts
 
 if TYPE_CHECKING:
     from otel_traj.conversations import ConversationVerdict
@@ -99,22 +99,11 @@ def read_conversations(conn: sqlite3.Connection, query: Query | None = None) -> 
     if not has_conversations(conn):
         return []
     query = query or Query()
-    where: list[str] = []
-    params: list[Any] = []
-    for clause, value in (
+    filters = (
         ("started_ns >= ?", query.since_ns),
         ("agent = ?", query.agent),
         ("outcome = ?", query.outcome),
         (_FAILED, query.failed),
-    ):
-        if value is not None:
-            where.append(clause)
-            params.append(value)
-    sql = "SELECT verdict FROM conversations"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY started_ns, conversation_id"
-    if query.limit is not None:
-        sql += " LIMIT ?"
-        params.append(query.limit)
+    )
+    sql, params = select_verdicts("conversations", filters, "started_ns, conversation_id", query.limit)
     return [json.loads(text) for (text,) in conn.execute(sql, params)]

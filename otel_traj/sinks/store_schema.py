@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,30 +145,41 @@ def _failed_table(conn: sqlite3.Connection) -> str:
     return "failed_checks" if found else "check_results"
 
 
+def select_verdicts(
+    table: str, filters: Iterable[tuple[str, Any]], order: str, limit: int | None
+) -> tuple[str, list[Any]]:
+    """``SELECT verdict FROM table`` with the filters whose value is not None (each clause takes its
+    value as its one parameter) and at most ``limit`` rows, ordered by ``order``: the SQL and its
+    parameters."""
+    where: list[str] = []
+    params: list[Any] = []
+    for clause, value in filters:
+        if value is not None:
+            where.append(clause)
+            params.append(value)
+    sql = f"SELECT verdict FROM {table}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += f" ORDER BY {order}"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return sql, params
+
+
 def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Iterator[dict[str, Any]]:
     """Stored verdicts as ``verdict_to_dict`` shapes, oldest run first."""
     query = query or Query()
-    where: list[str] = []
-    params: list[Any] = []
-    if query.since_ns is not None:
-        where.append("started_ns >= ?")
-        params.append(query.since_ns)
-    if query.agent is not None:
-        where.append("agent = ?")
-        params.append(query.agent)
-    if query.outcome is not None:
-        where.append("outcome = ?")
-        params.append(query.outcome)
+    failed = ""
     if query.failed is not None:
         table = _failed_table(conn)
-        where.append(f"trace_id IN (SELECT trace_id FROM {table} WHERE name = ? AND status = 'fail')")
-        params.append(query.failed)
-    sql = "SELECT verdict FROM trajectories"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY started_ns, trace_id"
-    if query.limit is not None:
-        sql += " LIMIT ?"
-        params.append(query.limit)
+        failed = f"trace_id IN (SELECT trace_id FROM {table} WHERE name = ? AND status = 'fail')"
+    filters = (
+        ("started_ns >= ?", query.since_ns),
+        ("agent = ?", query.agent),
+        ("outcome = ?", query.outcome),
+        (failed, query.failed),
+    )
+    sql, params = select_verdicts("trajectories", filters, "started_ns, trace_id", query.limit)
     for (text,) in conn.execute(sql, params):
         yield json.loads(text)
