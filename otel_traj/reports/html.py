@@ -17,7 +17,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from otel_traj.reports.html_conversations import conversations_html
+from otel_traj.reports.html_conversations import checks_table, conversations_html
 
 OUTCOMES = ("unsafe", "fail", "pass_with_warnings", "pass", "incomplete")
 OUTCOME_LABELS = {
@@ -237,22 +237,11 @@ def _timeline(v: Mapping[str, Any], steps: Sequence[_Step], flags: Mapping[str, 
 
 
 def _checks(v: Mapping[str, Any], numbers: Mapping[str, int]) -> str:
-    rows = []
-    for c in v.get("checks") or ():
-        status = c.get("status", "")
-        severity = c.get("severity", "")
-        refs = dict.fromkeys(f"#{numbers[s]}" if s in numbers else s for s in c.get("steps") or ())
-        steps = ", ".join(refs)
-        warn = " warning" if status == "fail" and severity in ("warning", "info") else ""
-        rows.append(
-            f'<tr class="check {escape(status)}{warn}"><td class="st {escape(status)}">{escape(status)}</td>'
-            f"<td><b>{escape(c.get('name', ''))}</b></td><td>{escape(severity)}</td>"
-            f"<td>{escape(c.get('reason', ''))}</td><td class=mono>{escape(steps)}</td></tr>"
-        )
-    if not rows:
-        return '<p class="sub">Not graded (no policy).</p>'
-    head = "<tr><th>status</th><th>check</th><th>severity</th><th>reason</th><th>steps</th></tr>"
-    return f'<table class="checks">{head}{"".join(rows)}</table>'
+    def steps(check: Mapping[str, Any]) -> str:
+        refs = dict.fromkeys(f"#{numbers[s]}" if s in numbers else s for s in check.get("steps") or ())
+        return ", ".join(refs)
+
+    return checks_table(v.get("checks") or (), "Not graded (no policy).", steps)
 
 
 def _step_table(steps: Sequence[_Step], t0: int, flags: Mapping[str, Any]) -> str:

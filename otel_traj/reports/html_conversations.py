@@ -4,27 +4,36 @@ from the JSON shape of ``conversation_to_dict``, so the same cards come from ``g
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
 OUTCOME_LABELS = {"pass_with_warnings": "pass with warnings"}
 
 
-def _checks(conversation: Mapping[str, Any]) -> str:
+def checks_table(
+    checks: Iterable[Mapping[str, Any]], empty: str, steps: Callable[[Mapping[str, Any]], str] | None = None
+) -> str:
+    """The checks as a table (status, check, severity, reason, and with ``steps`` a column of each
+    check's steps), or the note ``empty`` when there is none."""
     rows = []
-    for c in conversation.get("checks") or ():
+    for c in checks:
         status, severity = str(c.get("status", "")), str(c.get("severity", ""))
         warn = " warning" if status == "fail" and severity in ("warning", "info") else ""
-        rows.append(
-            f'<tr class="check {escape(status)}{warn}"><td class="st {escape(status)}">{escape(status)}</td>'
+        cells = (
+            f'<td class="st {escape(status)}">{escape(status)}</td>'
             f"<td><b>{escape(str(c.get('name', '')))}</b></td><td>{escape(severity)}</td>"
-            f"<td>{escape(str(c.get('reason', '')))}</td></tr>"
+            f"<td>{escape(str(c.get('reason', '')))}</td>"
         )
+        if steps is not None:
+            cells += f"<td class=mono>{escape(steps(c))}</td>"
+        rows.append(f'<tr class="check {escape(status)}{warn}">{cells}</tr>')
     if not rows:
-        return '<p class="sub">No conversation checks configured.</p>'
-    head = "<tr><th>status</th><th>check</th><th>severity</th><th>reason</th></tr>"
-    return f'<table class="checks">{head}{"".join(rows)}</table>'
+        return f'<p class="sub">{empty}</p>'
+    head = "<th>status</th><th>check</th><th>severity</th><th>reason</th>"
+    if steps is not None:
+        head += "<th>steps</th>"
+    return f'<table class="checks"><tr>{head}</tr>{"".join(rows)}</table>'
 
 
 def _traces(conversation: Mapping[str, Any], anchors: Mapping[str, str]) -> str:
@@ -61,13 +70,14 @@ def _card(conversation: Mapping[str, Any], index: int, anchors: Mapping[str, str
     meta_html = "".join(f"<span>{k}: <b class=mono>{escape(str(v))}</b></span>" for k, v in meta if v)
     if not conversation.get("complete", True):
         meta_html += "<span><b>graded early: the open conversations' bounds were reached</b></span>"
+    checks = checks_table(conversation.get("checks") or (), "No conversation checks configured.")
     return (
         f'<section class="traj conv" id="c{index}" data-outcome="{escape(outcome)}" '
         f'style="--c:var(--{escape(outcome)},var(--ink))"><header>'
         f"<h2>conversation · {escape(str(conversation.get('agent') or 'unknown'))}</h2>"
         f'<span class="badge">{escape(OUTCOME_LABELS.get(outcome, outcome))}</span>'
         f"<span class=sub>score {float(conversation.get('score') or 0):.2f}</span></header>"
-        f'<div class="meta">{meta_html}</div>{_checks(conversation)}{_traces(conversation, anchors)}'
+        f'<div class="meta">{meta_html}</div>{checks}{_traces(conversation, anchors)}'
         "</section>"
     )
 
