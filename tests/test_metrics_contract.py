@@ -12,6 +12,7 @@ from pathlib import Path
 from otel_traj.conversations import ConversationVerdict, TraceSummary
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.verdict import CheckResult
+from tests.prometheus_contract import assert_contract
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "otel_traj"
@@ -131,16 +132,6 @@ def test_conversation_metrics_are_the_published_contract() -> None:
     check = CheckResult("conversation_scope", "pass", "critical", "one subject")
     sink.export_conversation(ConversationVerdict("c1", "support_agent", [trace], checks=[check]))
     families = {m.name: m for m in sink.registry.collect() if m.name not in before}
-    assert set(families) == set(CONVERSATION_CONTRACT)
-    for name, (kind, labels, buckets) in CONVERSATION_CONTRACT.items():
-        family = families[name]
-        assert family.type == kind, name
-        samples = [s for s in family.samples if not s.name.endswith("_created")]
-        assert {frozenset(s.labels) - {"le"} for s in samples} == {frozenset(labels)}, name
-        les = [
-            s.labels["le"]
-            for s in samples
-            if s.name.endswith("_bucket") and s.labels.get("type", "total") == "total"
-        ]
-        assert " ".join(les) == (buckets or ""), name
+    assert_contract(families, CONVERSATION_CONTRACT)
+    for name, (kind, _, _) in CONVERSATION_CONTRACT.items():
         assert f"`{name}{'_total' if kind == 'counter' else ''}`" in METRICS_DOC.read_text(), name

@@ -16,6 +16,7 @@ from otel_traj.sinks.prometheus import OTHER, LabelBudget, PrometheusSink
 from otel_traj.sinks.prometheus_health import register_pipeline_health
 from otel_traj.stats import PipelineStats
 from otel_traj.verdict import CheckResult, Verdict
+from tests.prometheus_contract import assert_contract
 from tests.support_trajectories import call, clean_run, example_policy, violating_run
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -321,17 +322,4 @@ def test_metric_names_labels_and_buckets_are_the_published_contract() -> None:
         label="pass", explanation="ok", severity="info", end_ns=1, judged_at_ns=2,
     )  # fmt: skip
     sink.on_judgement(judged)
-    families = {m.name: m for m in sink.registry.collect()}
-    assert set(families) == set(CONTRACT)
-    for name, (kind, labels, buckets) in CONTRACT.items():
-        family = families[name]
-        assert family.type == kind, name
-        samples = [s for s in family.samples if not s.name.endswith("_created")]
-        assert {frozenset(s.labels) - {"le"} for s in samples} == {frozenset(labels)}, name
-        # One agent exported, so one series per histogram once the token type is fixed.
-        les = [
-            s.labels["le"]
-            for s in samples
-            if s.name.endswith("_bucket") and s.labels.get("type", "total") == "total"
-        ]
-        assert " ".join(les) == (buckets or ""), name
+    assert_contract({m.name: m for m in sink.registry.collect()}, CONTRACT)
