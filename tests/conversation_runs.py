@@ -17,7 +17,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from otel_traj import TrajectoryProcessor
+from otel_traj.conversations import ConversationVerdict
 from otel_traj.policy import Policy, parse_policy
+from otel_traj.verdict import Verdict
 from tests.semconv_agent import INVOICES, Call, Run, Turn, emit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +66,29 @@ def recorded() -> Iterator[list[ReadableSpan]]:
     emit_all(provider)
     provider.shutdown()
     yield list(exporter.get_finished_spans())
+
+
+def processed(policy: Policy, runs: list[Run]) -> tuple[list[Verdict], ConversationVerdict]:
+    """The runs' spans through a TrajectoryProcessor as the SDK calls it: the trace verdicts, oldest
+    first, and the verdict of the one conversation they make."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    emit_all(provider, runs)
+    provider.shutdown()
+    spans = exporter.get_finished_spans()
+    verdicts: list[Verdict] = []
+    conversations: list[ConversationVerdict] = []
+    processor = TrajectoryProcessor(
+        policy=policy, on_verdict=verdicts.append, on_conversation=conversations.append
+    )
+    for span in sorted(spans, key=lambda s: s.start_time or 0):
+        processor.on_start(span)  # type: ignore[arg-type]
+    for span in sorted(spans, key=lambda s: s.end_time or 0):
+        processor.on_end(span)
+    processor.shutdown()
+    [conversation] = conversations
+    return sorted(verdicts, key=lambda v: v.trajectory.start_ns), conversation
 
 
 def write_otlp(path: Path) -> Path:

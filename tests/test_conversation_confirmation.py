@@ -8,18 +8,14 @@ from __future__ import annotations
 import json
 import re
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-from otel_traj import TrajectoryProcessor
 from otel_traj.checks.confirmation import Message
 from otel_traj.conversations import ConversationVerdict, TraceSummary, grade_conversation
 from otel_traj.conversations.checks import check_confirmation
 from otel_traj.conversations.summary import MESSAGE_CHARS
 from otel_traj.policy import parse_policy
 from otel_traj.verdict import CheckResult, Verdict
-from tests.semconv_agent import INVOICES, Call, Run, Turn, emit
+from tests.conversation_runs import processed
+from tests.semconv_agent import INVOICES, Call, Run, Turn
 
 SECOND = 1_000_000_000
 POLICY = parse_policy(
@@ -47,26 +43,7 @@ def turn(n: int, user: str, *turns: Turn) -> Run:
 
 def graded(*runs: Run) -> tuple[list[Verdict], ConversationVerdict]:
     """The runs' spans through a processor as the SDK calls it: trace verdicts, the conversation's."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    for run in runs:
-        emit(provider.get_tracer("conversation-test"), run)
-    provider.shutdown()
-    spans: list[ReadableSpan] = list(exporter.get_finished_spans())
-    verdicts: list[Verdict] = []
-    conversations: list[ConversationVerdict] = []
-    processor = TrajectoryProcessor(
-        policy=POLICY, on_verdict=verdicts.append, on_conversation=conversations.append
-    )
-    for span in sorted(spans, key=lambda s: s.start_time or 0):
-        processor.on_start(span)  # type: ignore[arg-type]
-    for span in sorted(spans, key=lambda s: s.end_time or 0):
-        processor.on_end(span)
-    processor.shutdown()
-    [conversation] = conversations
-    verdicts.sort(key=lambda v: v.trajectory.start_ns)
-    return verdicts, conversation
+    return processed(POLICY, list(runs))
 
 
 def result(verdict: Verdict | ConversationVerdict, name: str) -> CheckResult:

@@ -8,19 +8,15 @@ from dataclasses import replace
 
 import pytest
 import yaml
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_traj import TrajectoryProcessor
 from otel_traj.conversations import ConversationVerdict, TraceSummary, grade_conversation
 from otel_traj.conversations.serialize import conversation_to_dict
 from otel_traj.cost import run_cost
 from otel_traj.policy import Conversation, Policy, parse_policy
 from otel_traj.verdict import Verdict
 from otel_traj.versions import Versions, contracts_hash
-from tests.conversation_runs import POLICY
-from tests.semconv_agent import INVOICES, Call, Run, Turn, emit
+from tests.conversation_runs import POLICY, processed
+from tests.semconv_agent import INVOICES, Call, Run, Turn
 
 SECOND = 1_000_000_000
 LOOKUP = Call("list_invoices", {"customer_id": "C023"}, INVOICES)
@@ -47,26 +43,8 @@ def turn(n: int, version: str, tokens: int) -> Run:
 def graded(rules: Policy) -> tuple[list[Verdict], ConversationVerdict]:
     """Three turns of one conversation, the release 1.5.0 landing before the third, through a
     TrajectoryProcessor as the SDK calls it."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("conversation-cost-test")
-    for n, version, tokens in ((0, "1.4.0", 1000), (1, "1.4.0", 2000), (2, "1.5.0", 4000)):
-        emit(tracer, turn(n, version, tokens))
-    provider.shutdown()
-    spans = exporter.get_finished_spans()
-    verdicts: list[Verdict] = []
-    conversations: list[ConversationVerdict] = []
-    processor = TrajectoryProcessor(
-        policy=rules, on_verdict=verdicts.append, on_conversation=conversations.append
-    )
-    for span in sorted(spans, key=lambda s: s.start_time or 0):
-        processor.on_start(span)  # type: ignore[arg-type]
-    for span in sorted(spans, key=lambda s: s.end_time or 0):
-        processor.on_end(span)
-    processor.shutdown()
-    [conversation] = conversations
-    return sorted(verdicts, key=lambda v: v.trajectory.start_ns), conversation
+    turns = ((0, "1.4.0", 1000), (1, "1.4.0", 2000), (2, "1.5.0", 4000))
+    return processed(rules, [turn(n, version, tokens) for n, version, tokens in turns])
 
 
 def costs(verdicts: list[Verdict]) -> list[float]:
