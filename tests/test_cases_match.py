@@ -8,24 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_traj.cases import GoldenCase, match_trajectory
+from otel_traj.cases import match_trajectory
 from otel_traj.cases.model import MatchMode
-from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
-
-
-def call(index: int, name: str, args: dict[str, Any] | None = None, **kw: Any) -> ToolCall:
-    return ToolCall(name=name, span_id=index, arguments=args, step_id=f"s{index}", **kw)
-
-
-def traj(*calls: ToolCall) -> Trajectory:
-    return Trajectory(trace_id=1, tool_calls=list(calls))
-
-
-def case(*expected: tuple[str, dict[str, Any]], **extra: Any) -> GoldenCase:
-    tools = [{"name": name, "args": args} for name, args in expected]
-    return GoldenCase.model_validate({"case_id": "c", "input": "x", "expected_tools": tools, **extra})
-
+from tests.golden_cases import call, case, traj
 
 REFUND = {"invoice_id": "INV-1002", "amount_yuan": 199}
 EXPECTED = (("get_subscription", {"customer_id": "C023"}), ("list_invoices", {"customer_id": "C023"}))

@@ -8,27 +8,19 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_traj.cases import GoldenCase, match_trajectory
+from otel_traj.cases import match_trajectory
 from otel_traj.cases.dimensions import plan_coherence, tool_selection
 from otel_traj.cases.order import longest_in_order, unordered_groups
 from otel_traj.steps import ToolCall
-from otel_traj.trajectory import Trajectory
+from tests import golden_cases
+from tests.golden_cases import case, traj
 
 
 def call(index: int, name: str, args: dict[str, Any] | None = None, **kw: Any) -> ToolCall:
     """Call ``index`` (1-based) runs from 100*index to 100*index + 20 ns unless told otherwise."""
     kw.setdefault("start_ns", 100 * index)
     kw.setdefault("end_ns", 100 * index + 20)
-    return ToolCall(name=name, span_id=index, arguments=args, step_id=f"s{index}", **kw)
-
-
-def traj(*calls: ToolCall) -> Trajectory:
-    return Trajectory(trace_id=1, tool_calls=list(calls))
-
-
-def case(*expected: tuple[str, dict[str, Any]], **extra: Any) -> GoldenCase:
-    tools = [{"name": name, "args": args} for name, args in expected]
-    return GoldenCase.model_validate({"case_id": "c", "input": "x", "expected_tools": tools, **extra})
+    return golden_cases.call(index, name, args, **kw)
 
 
 PARIS = {"city": "Paris"}
