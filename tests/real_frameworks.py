@@ -6,7 +6,9 @@ cannot hide a field the parsers lost. The fixtures' ``notes`` and spans.txt show
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -93,3 +95,20 @@ FRAMEWORKS: dict[str, Recorded] = {
     # id only as telemetry metadata (`ai.telemetry.metadata.sessionId`); nothing else is left out.
     "vercel_ai": Recorded(tool="vercel", model="vercel", agent="vercel"),
 }
+
+# The scenario's tools, as the example policy and golden cases name them.
+TOOLS = ("get_subscription", "list_invoices", "check_payment", "create_refund_request")
+
+
+def with_framework_tools(framework: str, path: Path, tmp: Path) -> Path:
+    """``path`` (the example policy or cases) with the tools named as the framework names them
+    (Semantic Kernel: ``support-list_invoices``): a copy in ``tmp``, else ``path`` itself."""
+    prefix = FRAMEWORKS[framework].tool_prefix
+    if not prefix:
+        return path
+    text = path.read_text()
+    for tool in TOOLS:
+        text = re.sub(rf"\b{tool}\b", prefix + tool, text)
+    renamed = tmp / path.name
+    renamed.write_text(text)
+    return renamed

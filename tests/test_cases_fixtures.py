@@ -4,7 +4,6 @@ violating run fails it for the reasons the scenario built in."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import load_policy
 from otel_traj.trajectory import Trajectory
 from tests.real_frameworks import FRAMEWORKS as FRAMEWORKS_RECORD
+from tests.real_frameworks import with_framework_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "tests" / "fixtures" / "real"
@@ -37,25 +37,11 @@ def test_fixtures_present() -> None:
     assert len(FRAMEWORKS) >= 8
 
 
-def _cases_for(framework: str, tmp: Path) -> Path:
-    """The example cases, with the tools named as the framework names them (Semantic Kernel:
-    ``support-list_invoices``)."""
-    prefix = FRAMEWORKS_RECORD[framework].tool_prefix
-    if not prefix:
-        return CASES
-    text = CASES.read_text()
-    for tool in ("get_subscription", "list_invoices", "check_payment", "create_refund_request"):
-        text = re.sub(rf"\b{tool}\b", prefix + tool, text)
-    renamed = tmp / "cases.jsonl"
-    renamed.write_text(text)
-    return renamed
-
-
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_clean_run_passes_the_refund_case(framework: str, tmp_path: Path) -> None:
     recorded = FRAMEWORKS_RECORD[framework]
     trajectory = _trajectory(framework, "clean")
-    cases = load_cases(_cases_for(framework, tmp_path))
+    cases = load_cases(with_framework_tools(framework, CASES, tmp_path))
     report = evaluate([trajectory], cases)
     [result] = report.results
     assert result is not None and result.case_id == cases[0].case_id
@@ -86,7 +72,7 @@ def test_clean_run_passes_the_refund_case(framework: str, tmp_path: Path) -> Non
 def test_violating_run_fails_the_refund_case(framework: str, tmp_path: Path) -> None:
     recorded = FRAMEWORKS_RECORD[framework]
     trajectory = _trajectory(framework, "violating")
-    [case] = load_cases(_cases_for(framework, tmp_path))[:1]
+    [case] = load_cases(with_framework_tools(framework, CASES, tmp_path))[:1]
     result = grade_case(trajectory, case)
     checks = {c.name: c for c in result.checks}
     assert not result.passed

@@ -7,7 +7,6 @@ policy; the violating run (repeated lookups, another customer's invoices) must f
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -20,26 +19,18 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import load_policy
 from otel_traj.verdict import Verdict
 from tests.real_frameworks import FRAMEWORKS as REAL_FRAMEWORKS
+from tests.real_frameworks import with_framework_tools
 from tests.support_trajectories import EXAMPLE_POLICY, example_policy
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FRAMEWORKS = sorted(p.parent.name for p in REAL.glob("*/violating.otlp.pb"))
 GRADER = Grader(example_policy())
-TOOLS = ("get_subscription", "list_invoices", "check_payment", "create_refund_request")
 
 
 def grader_for(framework: str, tmp: Path) -> Grader:
-    """The example policy, with the tools named as the framework names them (Semantic Kernel:
-    ``support-list_invoices``)."""
-    prefix = REAL_FRAMEWORKS[framework].tool_prefix
-    if not prefix:
-        return GRADER
-    text = EXAMPLE_POLICY.read_text()
-    for tool in TOOLS:
-        text = re.sub(rf"\b{tool}\b", prefix + tool, text)
-    renamed = tmp / "policy.yaml"
-    renamed.write_text(text)
-    return Grader(load_policy(renamed))
+    """The example policy, with the tools named as the framework names them."""
+    policy = with_framework_tools(framework, EXAMPLE_POLICY, tmp)
+    return GRADER if policy == EXAMPLE_POLICY else Grader(load_policy(policy))
 
 
 def grade_fixture(framework: str, scenario: str, tmp: Path) -> Verdict:
