@@ -16,19 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from otel_traj import TrajectoryProcessor
 from otel_traj.adapters.otlp_proto import views_from_bytes
 from otel_traj.conversations import ConversationVerdict
 from otel_traj.conversations.serialize import conversation_to_dict
 from otel_traj.dialects import to_step
-from otel_traj.spanview import SpanView
 from otel_traj.steps import ToolCall
 from tests.conversation_runs import POLICY
+from tests.replay import readable
 from tests.serve_helpers import cli
 
 CONVERSATIONS = Path(__file__).parent / "fixtures" / "real" / "conversations"
@@ -64,26 +60,6 @@ def offline(framework: str) -> tuple[int, dict[str, dict[str, Any]]]:
     """The exit code and the conversation verdicts by conversation id."""
     code, report = graded(framework)
     return code, {d["conversation_id"]: d for d in report["conversations"]}
-
-
-def readable(view: SpanView) -> ReadableSpan:
-    """An SDK span equal to the recorded one, as the processor would have seen it in the agent."""
-    parent = None
-    if view.parent_id is not None:
-        parent = SpanContext(view.trace_id, view.parent_id, is_remote=view.parent_is_remote)
-    return ReadableSpan(
-        name=view.name,
-        context=SpanContext(view.trace_id, view.span_id, is_remote=False, trace_flags=TraceFlags(1)),
-        parent=parent,
-        resource=Resource(dict(view.resource)),
-        attributes=dict(view.attributes),
-        events=[Event(e.name, dict(e.attributes or {}), e.timestamp) for e in view.events],
-        kind=SpanKind(view.kind),
-        status=Status(StatusCode(view.status_code), view.status_message),
-        start_time=view.start_ns,
-        end_time=view.end_ns,
-        instrumentation_scope=InstrumentationScope(view.scope_name),
-    )
 
 
 def replay(path: Path) -> list[ConversationVerdict]:

@@ -19,10 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.sdk.trace import ReadableSpan
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -34,10 +31,10 @@ from otel_traj.grader import Grader
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.sinks.prometheus_health import register_pipeline_health
-from otel_traj.spanview import SpanView
 from otel_traj.steps import ToolCall
 from otel_traj.verdict import Verdict
 from tests.dashboard_helpers import dashboard_queries, expand, require_binary
+from tests.replay import readable
 from tests.support_trajectories import clean_run, example_policy, violating_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,26 +144,6 @@ def _ready(server: Prometheus) -> bool:
             return bool(response.status == 200)
     except OSError:
         return False
-
-
-def readable(view: SpanView) -> ReadableSpan:
-    """An SDK span equal to the recorded one, as the processor would have seen it in the agent."""
-    parent = None
-    if view.parent_id is not None:
-        parent = SpanContext(view.trace_id, view.parent_id, is_remote=view.parent_is_remote)
-    return ReadableSpan(
-        name=view.name,
-        context=SpanContext(view.trace_id, view.span_id, is_remote=False, trace_flags=TraceFlags(1)),
-        parent=parent,
-        resource=Resource(dict(view.resource)),
-        attributes=dict(view.attributes),
-        events=[Event(e.name, dict(e.attributes or {}), e.timestamp) for e in view.events],
-        kind=SpanKind(view.kind),
-        status=Status(StatusCode(view.status_code), view.status_message),
-        start_time=view.start_ns,
-        end_time=view.end_ns,
-        instrumentation_scope=InstrumentationScope(view.scope_name),
-    )
 
 
 def lifecycle(path: Path) -> list[tuple[str, ReadableSpan]]:
