@@ -255,8 +255,9 @@ def _first(values: Iterable[str | None]) -> str | None:
 
 
 def _records_a_call(model: ModelCall) -> bool:
+    # A failed call records an error where a successful one records usage: it is a turn too.
     return bool(model.has_usage or model.output_text or model.requested_tools or model.finish_reasons) or (
-        model.input_source is not None
+        model.input_source is not None or not model.ok
     )
 
 

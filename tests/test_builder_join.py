@@ -155,6 +155,12 @@ def test_a_model_span_that_records_no_call_is_not_a_turn() -> None:
     prepare = ModelCall(span_id=1, start_ns=0, end_ns=1 * MS, model="gpt-4o-mini")
     traj = build_trajectory(TraceContext(trace_id=1), [prepare, model(2, 2, text="hi")])
     assert traj.model_turns == 1
+    # A failed call records neither usage nor messages, only its error: still a turn, its error kept.
+    failed = ModelCall(
+        span_id=3, start_ns=10 * MS, end_ns=11 * MS, model="gpt-4o-mini", ok=False, error_type="500"
+    )
+    traj = build_trajectory(TraceContext(trace_id=1), [prepare, model(2, 2, text="hi"), failed])
+    assert traj.model_turns == 2 and traj.errors == ["model gpt-4o-mini: 500"]
     # Without usage or messages anywhere (content and usage off), every model span counts.
     bare = [ModelCall(span_id=i, start_ns=i * 10 * MS, end_ns=(i * 10 + 1) * MS) for i in (1, 2)]
     assert build_trajectory(TraceContext(trace_id=1), bare).model_turns == 2
