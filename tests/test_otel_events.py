@@ -10,7 +10,12 @@ from collections.abc import Sequence
 import pytest
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk._logs.export import (
+    BatchLogRecordProcessor,
+    InMemoryLogRecordExporter,
+    LogRecordExporter,
+    LogRecordExportResult,
+)
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -161,3 +166,31 @@ def test_the_queue_is_bounded_and_every_drop_counted() -> None:
     assert exporter.records == sum(len(v.checks) + 1 for v in (verdicts[0], verdicts[3], verdicts[4]))
     sink.export(verdicts[0])
     assert sink.stats.snapshot().dropped == {"otel_events_queue_full": 2, "otel_events_closed": 1}
+
+
+def test_the_summary_of_a_run_is_redacted_with_the_sinks_sensitive_keys() -> None:
+    """The summary leaves the process in an attribute: the keys the sink redacts are masked in its
+    call labels as in the explanations."""
+    secret = "ACCT-99887766"
+    call = Call("list_invoices", {"customer_id": "C023", "account_number": secret}, [])
+    run = Run(
+        user="Customer C023: invoices?",
+        conversation_id="conv-secret",
+        root_attributes={"app.customer_id": "C023"},
+        turns=[Turn(calls=[call, call]), Turn(text="Here.")],
+    )
+    exporter = InMemoryLogRecordExporter()
+    sink = EvaluationEventSink(exporter=exporter, redact={"account_number"}, policy=load_policy(POLICY))
+    processor = TrajectoryProcessor(policy=POLICY, sinks=[sink])
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    emit(provider.get_tracer("test"), run)
+    provider.shutdown()
+    records = exporter.get_finished_logs()
+    summaries = [
+        r.log_record.attributes["otel_traj.trace.summary"]
+        for r in records
+        if r.log_record.attributes and "otel_traj.trace.summary" in r.log_record.attributes
+    ]
+    assert summaries and "list_invoices(customer_id=C023" in str(summaries[0])
+    assert all(secret not in str(r.log_record.attributes) for r in records)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from otel_traj.cost import run_cost
@@ -135,9 +135,19 @@ def trajectory_records(
         **common,
     }
     if summary is not None:
+        if redaction is not None:
+            summary = _redacted(summary, redaction)
         outcome[SUMMARY] = json.dumps(summary.to_dict(), separators=(",", ":"), ensure_ascii=False)
     records.append(EvaluationRecord(traj.trace_id, home, when, outcome))
     return records
+
+
+def _redacted(summary: TraceSummary, redaction: TraceRedaction) -> TraceSummary:
+    """The summary leaves the process: its labels and messages masked as the explanations are (a
+    summary masks only secret-looking keys, not the ones the sink is told to redact)."""
+    calls = tuple(replace(c, label=redaction.text(c.label)) for c in summary.calls)
+    messages = tuple(replace(m, text=redaction.text(m.text)) for m in summary.messages)
+    return replace(summary, calls=calls, messages=messages)
 
 
 def judgement_record(result: JudgeResult, redaction: TraceRedaction | None = None) -> EvaluationRecord:
