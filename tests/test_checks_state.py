@@ -149,3 +149,19 @@ def test_relations_skipped_without_earlier_results_and_compare_numbers_only() ->
     assert check_relations(traj, RELATIONS).reason == (
         'create_refund_request amount_yuan="all of it" cannot be compared (<=) with 199.0 from list_invoices'
     )
+
+
+@pytest.mark.parametrize(
+    "literal",
+    ["{('C023', 1): 'pro'}", "{'customer_id': 'C023', 'plan': 1j}", "{'customer_id': {'C023'}}", "[b'C023']"],
+    ids=["tuple-key", "complex", "set", "bytes"],
+)
+def test_a_python_literal_that_is_not_data_is_not_checkable(literal: str) -> None:
+    traj = real_run("pydantic_ai")
+    the_call(traj, "get_subscription").result = literal
+    the_call(traj, "list_invoices").result = literal
+    whole = tools({"get_subscription": {"postconditions": [{"path": "@", "in": ["pro"]}]}})
+    result = check_postconditions(traj, whole)
+    assert (result.status, result.reason) == ("skipped", "get_subscription result is not JSON")
+    result = check_relations(traj, RELATIONS)
+    assert result.status == "skipped" and "results not captured" in result.reason

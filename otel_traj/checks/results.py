@@ -35,6 +35,20 @@ class Unreadable:
 UNREADABLE = Unreadable()
 
 
+def _as_data(value: Any) -> Any:
+    """A Python literal as JSON data (tuples as lists); ``UNREADABLE`` when it holds what JSON cannot
+    (a set, bytes, a complex number, a key that is not a string): rules and reasons assume JSON."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        items = [_as_data(v) for v in value]
+        return UNREADABLE if any(v is UNREADABLE for v in items) else items
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        data = {k: _as_data(v) for k, v in value.items()}
+        return UNREADABLE if any(v is UNREADABLE for v in data.values()) else data
+    return UNREADABLE
+
+
 def _literal(text: str) -> Any:
     try:
         return json.loads(text)
@@ -42,7 +56,7 @@ def _literal(text: str) -> Any:
         pass
     if text[:1] in "[{(":
         try:
-            return ast.literal_eval(text)
+            return _as_data(ast.literal_eval(text))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             pass
     return UNREADABLE
