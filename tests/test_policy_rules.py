@@ -37,6 +37,11 @@ def test_schema_covers_the_new_sections(capsys: pytest.CaptureFixture[str]) -> N
             "give one of `in` and `equals_argument`, not both",
         ),
         (
+            "postconditions: [{path: 'items[::0]', in: [ok]}]",
+            f"{CONTRACT}.postconditions[0].path",
+            "invalid JMESPath expression 'items[::0]': slice step cannot be 0",
+        ),
+        (
             "relations: [{argument: amount_yuan, op: '=<', earlier: list_invoices, path: amount_yuan}]",
             f"{CONTRACT}.relations[0].op",
             "Input should be '<', '<=', '==', '!=', '>=' or '>'",

@@ -39,10 +39,22 @@ class CompiledPath:
         self.arguments: tuple[str, ...] = tuple(dict.fromkeys(PLACEHOLDER.findall(source)))
         rewritten = PLACEHOLDER.sub(lambda m: f"argument('{m.group(1)}')", source)
         self.expression: ParsedResult = jmespath.compile(rewritten)
+        if _zero_step(self.expression.parsed):
+            # jmespath accepts ``[::0]`` and raises ValueError on every list at evaluation.
+            raise ValueError("slice step cannot be 0")
 
     def render(self, arguments: dict[str, Any]) -> str:
         """The expression with each placeholder replaced by the call's value, for a reason."""
         return PLACEHOLDER.sub(lambda m: f"'{arguments.get(m.group(1))}'", self.source)
+
+
+def _zero_step(node: Any) -> bool:
+    if not isinstance(node, dict):
+        return False
+    children = node.get("children", [])
+    if node.get("type") == "slice":
+        return len(children) == 3 and children[2] == 0
+    return any(_zero_step(child) for child in children)
 
 
 def _compile_path(value: Any) -> Any:
@@ -53,7 +65,7 @@ def _compile_path(value: Any) -> Any:
     except jmespath_errors.ParseError as exc:
         where = f"{exc.msg} at position {exc.lex_position}"
         raise ValueError(f"invalid JMESPath expression {value!r}: {where}") from None
-    except jmespath_errors.JMESPathError as exc:
+    except (jmespath_errors.JMESPathError, ValueError) as exc:
         raise ValueError(f"invalid JMESPath expression {value!r}: {' '.join(str(exc).split())}") from None
 
 
