@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,30 @@ def test_the_sdk_grpc_log_exporter_reaches_the_logs_service(served: Served) -> N
         with pytest.raises(grpc.RpcError) as error:
             call(b"\xff\xff\xff", metadata=(("authorization", f"Bearer {TOKEN}"),), timeout=10)
     assert error.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_hostile_numbers_in_a_summary_cost_only_their_own_record(served: Served) -> None:
+    """Numbers JSON reads but a summary cannot hold (an infinite or 2**64 timestamp, a score beyond a
+    float, versions that are not an object) are invalid records, not a failed request."""
+    request = events_request()
+    hostile = iter(
+        (
+            (r'"start_ns":\d+', '"start_ns":1e999'),
+            (r'"end_ns":\d+', f'"end_ns":{2**64}'),
+            (r'"score":[\d.]+', f'"score":{10**400}'),
+            (r'"versions":\{[^}]*\}', '"versions":[1]'),
+        )
+    )
+    for resource_logs in request.resource_logs:
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                for kv in record.attributes:
+                    if kv.key == SUMMARY and (change := next(hostile, None)) is not None:
+                        changed = re.sub(change[0], change[1], kv.value.string_value, count=1)
+                        assert changed != kv.value.string_value
+                        kv.value.string_value = changed
+    status, _, reply = post_logs(served, otlp_json(request), "application/json", AUTH)
+    assert status == 200
+    assert int(json.loads(reply)["partialSuccess"]["rejectedLogRecords"]) == 4
+    assert served.metric("otel_traj_log_records_total", result="invalid") == 4
+    assert served.metric("otel_traj_log_records_total", result="summary") == SUMMARIES - 4

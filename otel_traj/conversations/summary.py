@@ -8,6 +8,7 @@ replica that grades the conversation."""
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,8 @@ _ENTRY_BYTES = 64
 MESSAGE_CHARS = 300
 # A trace's messages as ``confirmation.trace_messages`` gives them: the user's, then the answer.
 MAX_MESSAGES = 2
+# Timestamps and counts read from another replica's summary: what a signed 64-bit integer holds.
+_MAX_INT = 1 << 63
 
 
 @dataclass(slots=True, frozen=True)
@@ -123,7 +126,8 @@ class TraceSummary:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TraceSummary:
-        """The summary ``to_dict`` wrote; a KeyError, TypeError or ValueError on anything else."""
+        """The summary ``to_dict`` wrote; a KeyError, TypeError, ValueError or OverflowError on anything
+        else (timestamps and counts beyond 64 bits, scores and costs that are not finite included)."""
         calls = tuple(
             CallSummary(
                 str(step), str(name), None if key is None else str(key), str(text),
@@ -138,15 +142,15 @@ class TraceSummary:
             agent=_text(data["agent"]),
             service_name=None if data.get("service_name") is None else str(data["service_name"]),
             parent_span=None if data.get("parent_span") is None else str(data["parent_span"]),
-            start_ns=int(data["start_ns"]),
-            end_ns=int(data["end_ns"]),
+            start_ns=_count(data["start_ns"]),
+            end_ns=_count(data["end_ns"]),
             outcome=str(data["outcome"]),
-            score=float(data["score"]),
+            score=_finite(data["score"]),
             complete=bool(data["complete"]),
-            tool_calls=int(data["tool_calls"]),
-            model_turns=int(data["model_turns"]),
-            input_tokens=int(data["input_tokens"]),
-            output_tokens=int(data["output_tokens"]),
+            tool_calls=_count(data["tool_calls"]),
+            model_turns=_count(data["model_turns"]),
+            input_tokens=_count(data["input_tokens"]),
+            output_tokens=_count(data["output_tokens"]),
             calls=calls,
             subject=None if subject is None else str(subject),
             subject_source=str(data.get("subject_source", "")),
@@ -157,10 +161,31 @@ class TraceSummary:
                 (str(step), str(tool), bool(asked))
                 for step, tool, asked in data.get("unconfirmed", [])[:MAX_CALLS]
             ),
-            cost_usd=None if data.get("cost_usd") is None else float(data["cost_usd"]),
+            cost_usd=None if data.get("cost_usd") is None else _finite(data["cost_usd"]),
             cost_reason=None if data.get("cost_reason") is None else str(data["cost_reason"]),
-            versions=Versions.from_dict(data.get("versions") or {}),
+            versions=Versions.from_dict(_mapping(data.get("versions") or {})),
         )
+
+
+def _count(value: Any) -> int:
+    """A timestamp or a count as the store's 64-bit integers hold it."""
+    number = int(value)
+    if not 0 <= number < _MAX_INT:
+        raise ValueError(f"{value!r} is not between 0 and 2**63")
+    return number
+
+
+def _finite(value: Any) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    return number
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object, got {type(value).__name__}")
+    return value
 
 
 def _text(value: Any) -> str:

@@ -69,7 +69,7 @@ class LogBatch:
             parsed = TraceSummary.from_dict(json.loads(summary))
             if int(parsed.trace_id, 16) >= _MAX_TRACE_ID:
                 raise ValueError(f"trace id {parsed.trace_id} is longer than 128 bits")
-        except (KeyError, TypeError, ValueError, RecursionError) as exc:
+        except (KeyError, TypeError, ValueError, ArithmeticError, RecursionError) as exc:
             logger.debug("unreadable trace summary: %s", exc)
             self.invalid += 1
             return
