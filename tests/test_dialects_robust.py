@@ -101,6 +101,14 @@ def test_wrong_types_do_not_raise_and_are_read_where_meaningful() -> None:
     odd = {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user"}
     odd["llm.input_messages.0.message.content"] = ("a", "b")
     assert isinstance(to_step(record("llm", odd)), ModelCall)
+    # Digits that str.isdigit accepts and int does not read are no count; the span is still a step.
+    superscript = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.usage.input_tokens": "\u00b2",
+        "gen_ai.usage.output_tokens": "9",
+    }
+    model = to_step(record("chat", superscript))
+    assert isinstance(model, ModelCall) and (model.input_tokens, model.output_tokens) == (None, 9)
 
 
 def test_megabyte_values_are_capped_and_flagged() -> None:

@@ -140,7 +140,8 @@ def as_int(value: Any) -> int | None:
         return value if value >= 0 else None
     if isinstance(value, float):
         return int(value) if math.isfinite(value) and value >= 0 else None
-    if isinstance(value, str) and value.isdigit() and len(value) < 20:
+    # ``isdigit`` also accepts digits ``int`` does not read (``"²"``): ASCII only.
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 20:
         return int(value)
     return None
 
