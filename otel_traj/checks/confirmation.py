@@ -12,12 +12,17 @@ succeeded there) as ``earlier`` and ``approved_earlier``. The conversation grade
 summaries rather than trajectories, re-checks the calls a trace left unconfirmed with
 :func:`confirming` over the earlier traces' messages, when :func:`asked_before` says the agent did
 not ask again in the call's own trace.
+
+Linear in the size of the trajectory: the messages up to each model request are built and searched
+once, and a call finds the successful approval calls that ended before it by a binary search over
+their ends; rebuilding the messages before each high-risk call made 2000 of them take 0.45 s.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -98,10 +103,148 @@ def _messages_before(traj: Trajectory, call: ToolCall) -> list[Message]:
     return messages
 
 
+class _Said:
+    """Whether a user message matching the pattern came after the agent's last question, and
+    whether any user message came at all, after each message in turn."""
+
+    __slots__ = ("confirmed", "pattern", "user")
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.confirmed = False
+        self.user = False
+
+    def add(self, message: Message) -> tuple[bool, bool]:
+        if message.role == "user":
+            self.user = True
+            if self.pattern.search(message.text):
+                self.confirmed = True
+        elif asks(message):
+            self.confirmed = False
+        return self.confirmed, self.user
+
+
+class _Turns:
+    """The trace's messages up to each model request, built once: a call's messages are those of
+    the requests before it, a prefix of ``traj.model_calls`` (sorted by start, as assembled)."""
+
+    def __init__(self, traj: Trajectory) -> None:
+        self.traj = traj
+        models = traj.model_calls
+        self.starts = [m.start_ns for m in models]
+        self.in_order = all(a <= b for a, b in zip(self.starts, self.starts[1:], strict=False))
+        # The messages each request adds; the first request with an input (the run's input stands
+        # in for the user's message before it).
+        self.added: list[list[Message]] = [[] for _ in models]
+        self.first_input = len(models)
+        last_user: str | None = None
+        for index, model in enumerate(models):
+            text = model.input_text
+            if text and text != last_user:
+                self.added[index].append(Message("user", text))
+                if last_user is None:
+                    self.first_input = index
+                last_user = text
+            if model.output_text:
+                self.added[index].append(Message("agent", model.output_text))
+        self.asked = [False]
+        for added in self.added:
+            self.asked.append(self.asked[-1] or any(asks(m) for m in added))
+
+    def prefix(self, call: ToolCall) -> int | None:
+        """How many requests came before ``call``; ``None`` when they are not a prefix."""
+        count = len(self.starts)
+        if call.turn is not None:
+            return len(range(count)[: call.turn + 1])
+        if not call.start_ns:
+            return count
+        if self.in_order:
+            return bisect.bisect_right(self.starts, call.start_ns)
+        return None
+
+    def asked_before(self, call: ToolCall) -> bool:
+        k = self.prefix(call)
+        if k is None:
+            return any(asks(m) for m in _messages_before(self.traj, call))
+        return self.asked[k]
+
+    def said(self, earlier: Sequence[Message], pattern: re.Pattern[str]) -> _Confirmations:
+        return _Confirmations(self, earlier, pattern)
+
+
+class _Confirmations:
+    """(confirmed, any user message) for the messages up to each request, each searched once."""
+
+    def __init__(self, turns: _Turns, earlier: Sequence[Message], pattern: re.Pattern[str]) -> None:
+        self.turns, self.earlier, self.pattern = turns, earlier, pattern
+        said = _Said(pattern)
+        start = (False, False)
+        for message in earlier:
+            start = said.add(message)
+        self.without = self._run(start, turns.added, pattern)
+        # While no request has an input, the run's input is the user's message before them.
+        self.with_input: list[tuple[bool, bool]] = []
+        user_input = turns.traj.user_input
+        if user_input:
+            said = _Said(pattern)
+            said.confirmed, said.user = start
+            first = said.add(Message("user", user_input))
+            self.with_input = self._run(first, turns.added[: turns.first_input], pattern)
+
+    @staticmethod
+    def _run(
+        start: tuple[bool, bool], added: list[list[Message]], pattern: re.Pattern[str]
+    ) -> list[tuple[bool, bool]]:
+        said = _Said(pattern)
+        said.confirmed, said.user = start
+        states = [start]
+        for messages in added:
+            state = states[-1]
+            for message in messages:
+                state = said.add(message)
+            states.append(state)
+        return states
+
+    def before(self, call: ToolCall) -> tuple[bool, bool]:
+        k = self.turns.prefix(call)
+        if k is None:
+            messages = [*self.earlier, *_messages_before(self.turns.traj, call)]
+            return confirmed(messages, self.pattern), any(m.role == "user" for m in messages)
+        if k < len(self.with_input):
+            return self.with_input[k]
+        return self.without[k]
+
+
 def asked_before(traj: Trajectory, call: ToolCall) -> bool:
     """The agent asked a question in ``traj`` before ``call``: an earlier trace's yes answers an
     older question, not this one."""
-    return any(asks(m) for m in _messages_before(traj, call))
+    return _Turns(traj).asked_before(call)
+
+
+def questions_before(traj: Trajectory) -> Callable[[ToolCall], bool]:
+    """:func:`asked_before` for many calls of ``traj``, its messages built once."""
+    return _Turns(traj).asked_before
+
+
+class _Approvals:
+    """Successful approval calls, by end: whether one ended before a call is a binary search."""
+
+    def __init__(self, traj: Trajectory, approval_tools: frozenset[str]) -> None:
+        found = [c for c in traj.tool_calls if c.name in approval_tools and c.observed and c.ok]
+        self.ids = {id(c) for c in found}
+        self.count = len(found)
+        self.ends = sorted(c.end_ns for c in found if c.end_ns)
+        self.unended = self.count - len(self.ends)
+
+    def before(self, call: ToolCall) -> bool:
+        """One other than ``call`` finished before it (``order.finished_before``)."""
+        if not call.start_ns:
+            found = self.count
+        else:
+            found = self.unended + bisect.bisect_right(self.ends, call.start_ns)
+        if id(call) in self.ids and finished_before(call, call):
+            found -= 1
+        return found > 0
 
 
 def check_confirmation(
@@ -117,20 +260,20 @@ def check_confirmation(
     steps: list[str] = []
     unknown: list[str] = []
     actions = 0
+    approved = _Approvals(traj, approval_tools)
+    said: _Confirmations | None = None
     for call in traj.tool_calls:
         if call.name not in guarded:
             continue
         actions += 1
-        if approved_earlier or any(
-            c.name in approval_tools and c.observed and c.ok and finished_before(c, call)
-            for c in traj.tool_calls
-            if c is not call
-        ):
+        if approved_earlier or approved.before(call):
             continue
-        messages = [*earlier, *_messages_before(traj, call)]
-        if confirmed(messages, confirmation.user_pattern):
+        # Built at the first call that needs it: every message is searched once.
+        said = said or _Turns(traj).said(earlier, confirmation.user_pattern)
+        yes, user = said.before(call)
+        if yes:
             continue
-        if not any(m.role == "user" for m in messages) and not approval_tools:
+        if not user and not approval_tools:
             unknown.append(f"{call.name}: user messages not captured")
             continue
         approval = (

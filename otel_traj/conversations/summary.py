@@ -271,10 +271,9 @@ def _confirmation(
         if check.name == confirmation_check.NAME and check.status == "fail"
         for step in check.steps
     }
+    asked_before = confirmation_check.questions_before(traj)
     unconfirmed = tuple(
-        (step_id(call), call.name, confirmation_check.asked_before(traj, call))
-        for call in traj.tool_calls
-        if step_id(call) in failed
+        (step_id(call), call.name, asked_before(call)) for call in traj.tool_calls if step_id(call) in failed
     )
     return (
         tuple(_cut(m) for m in confirmation_check.trace_messages(traj)),

@@ -1,0 +1,99 @@
+"""``confirmation``, ``relations`` and ``efficiency`` stay linear in the size of a trajectory.
+
+Work is counted, not timed (see ``test_hostile_checks.py``): the searches of a user message, the
+comparisons with an approval call, the JMESPath evaluations and the text comparisons must grow with
+the number of steps, not with its square.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from otel_traj.checks import check_confirmation, confirmation
+from otel_traj.policy.rules import Confirmation
+from otel_traj.steps import ModelCall, ToolCall
+from otel_traj.trajectory import Trajectory
+
+SIZES = (10, 100, 1000)
+SECOND = 1_000_000_000
+
+
+def _linear(counts: dict[int, int], per_step: int) -> None:
+    for steps in SIZES:
+        assert counts[steps] <= per_step * steps, counts
+    assert counts[1000] <= 12 * max(counts[100], 1), counts
+
+
+class _Pattern:
+    """A user pattern that counts the messages it is searched in."""
+
+    def __init__(self, pattern: str) -> None:
+        self.compiled = re.compile(pattern)
+        self.pattern = pattern
+        self.searched = 0
+
+    def search(self, text: str) -> re.Match[str] | None:
+        self.searched += 1
+        return self.compiled.search(text)
+
+
+def _refunds(steps: int) -> Trajectory:
+    """Each turn the user says something new, the agent asks, and a refund follows unconfirmed; the
+    approvals all finish after the last refund."""
+    models = [
+        ModelCall(
+            span_id=10_000 + k,
+            start_ns=SECOND + k * SECOND,
+            end_ns=SECOND + k * SECOND + 10,
+            input_source=f"message {k}",
+            output_text=f"Shall I refund INV-{k}?",
+        )
+        for k in range(steps)
+    ]
+    refunds = [
+        ToolCall(
+            name="create_refund_request",
+            span_id=k + 1,
+            start_ns=SECOND + k * SECOND + 20,
+            end_ns=SECOND + k * SECOND + 30,
+            arguments={"invoice_id": f"INV-{k}"},
+            turn=k if k % 2 else None,
+        )
+        for k in range(steps)
+    ]
+    approvals = [
+        ToolCall(name="request_approval", span_id=20_000 + k, start_ns=1, end_ns=10**15) for k in range(steps)
+    ]
+    return Trajectory(
+        trace_id=1, tool_calls=[*approvals, *refunds], model_calls=models, user_input="message 0"
+    )
+
+
+def test_confirmation_searches_each_message_once_and_looks_approvals_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    compared = [0]
+    inner = confirmation.finished_before  # type: ignore[attr-defined]
+
+    def counting(a: ToolCall, b: ToolCall) -> bool:
+        compared[0] += 1
+        return inner(a, b)
+
+    monkeypatch.setattr(confirmation, "finished_before", counting)
+    searches, comparisons = {}, {}
+    for steps in SIZES:
+        pattern = _Pattern(r"(?i)\byes\b")
+        rule = Confirmation.model_construct(
+            tools=("create_refund_request",), user_pattern=pattern, approval_tools=("request_approval",)
+        )
+        compared[0] = 0
+        result = check_confirmation(_refunds(steps), rule)  # type: ignore[arg-type]
+        assert result.status == "fail" and len(result.steps) == steps
+        searches[steps], comparisons[steps] = pattern.searched, compared[0]
+        asked = confirmation.questions_before(_refunds(steps))
+        # Each refund comes after the question of its own turn.
+        assert all(asked(call) for call in _refunds(steps).tool_calls[steps:])
+    _linear(searches, 2)
+    _linear(comparisons, 2)
