@@ -8,11 +8,15 @@ the number of steps, not with its square.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
 from otel_traj.checks import check_confirmation, confirmation
-from otel_traj.policy.rules import Confirmation
+from otel_traj.checks import relations as relations_check
+from otel_traj.policy import Tools
+from otel_traj.policy.models import ToolContract
+from otel_traj.policy.rules import Confirmation, Relation
 from otel_traj.steps import ModelCall, ToolCall
 from otel_traj.trajectory import Trajectory
 
@@ -97,3 +101,64 @@ def test_confirmation_searches_each_message_once_and_looks_approvals_up(
         assert all(asked(call) for call in _refunds(steps).tool_calls[steps:])
     _linear(searches, 2)
     _linear(comparisons, 2)
+
+
+def _invoices_and_refunds(steps: int) -> Trajectory:
+    """Lookups, each followed by a refund of the invoice it returned; every tenth step refunds an
+    invoice no lookup returned."""
+    calls = []
+    for k in range(steps):
+        start = SECOND + k * SECOND
+        if k % 2:
+            invoice = f"INV-{k - 1}" if k % 10 != 9 else f"INV-MADE-UP-{k}"
+            name, arguments, result = "create_refund", {"invoice_id": invoice, "amount": 5}, "{}"
+        else:
+            invoice = f"INV-{k}"
+            name, arguments = "get_invoice", {"invoice_id": invoice}
+            result = f'{{"invoices": [{{"id": "{invoice}", "amount": 10}}]}}'
+        calls.append(
+            ToolCall(
+                name=name,
+                span_id=k + 1,
+                start_ns=start,
+                end_ns=start + 10,
+                arguments=arguments,
+                result=result,
+            )
+        )
+    return Trajectory(trace_id=1, tool_calls=calls)
+
+
+def test_relations_evaluates_a_bounded_number_of_earlier_results_per_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    evaluated = [0]
+    inner = relations_check.select  # type: ignore[attr-defined]
+
+    def counting(*args: Any) -> Any:
+        evaluated[0] += 1
+        return inner(*args)
+
+    monkeypatch.setattr(relations_check, "select", counting)
+    # A smaller window than the default, reached well before 1,000 steps.
+    monkeypatch.setattr(relations_check, "MAX_EARLIER", 10)
+    rule = Relation.model_validate(
+        {
+            "argument": "amount",
+            "op": "<=",
+            "earlier": "get_invoice",
+            "path": "invoices[?id=='{invoice_id}'].amount | [0]",
+        }
+    )
+    tools = Tools(contracts={"create_refund": ToolContract(relations=(rule,))})
+    counts = {}
+    for steps in SIZES:
+        evaluated[0] = 0
+        result = relations_check.check_relations(_invoices_and_refunds(steps), tools)
+        counts[steps] = evaluated[0]
+        made_up = [k for k in range(steps) if k % 10 == 9]
+        # A made-up invoice fails while every earlier lookup is read back, is not judged past them.
+        failed = [k for k in made_up if k // 2 + 1 <= relations_check.MAX_EARLIER]
+        assert len(result.steps) == len(failed)
+        assert result.status == ("fail" if failed else "pass")
+    _linear(counts, 2)

@@ -2,10 +2,15 @@
 
 A refund larger than the invoice it refunds, a transfer above the balance just read: each value
 is grounded in an earlier result, but the relation between them is what the business rule says.
+
+Linear in the size of the trajectory: a call reads back through at most the last ``MAX_EARLIER``
+successful results of the source tool, and each relation is evaluated on a result at most once per
+value of the arguments it reads; re-evaluating every earlier result for each call was quadratic.
 """
 
 from __future__ import annotations
 
+import json
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -41,12 +46,19 @@ def holds(value: Any, op: str, other: Any) -> bool | None:
     return _ORDERED[op](x, y)
 
 
+# Earlier results of the source tool a call reads back through, latest first: a value that none
+# of them gives is not judged rather than searched for in every result of a long run.
+MAX_EARLIER = 50
+
+
 class _Earlier:
-    """Successful calls seen so far, by tool, each result parsed at most once."""
+    """Successful calls seen so far, by tool, each result parsed at most once and each relation
+    evaluated on it at most once per value of the arguments it reads."""
 
     def __init__(self) -> None:
         self.calls: dict[str, list[ToolCall]] = {}
         self.values: dict[int, Any] = {}
+        self.found: dict[tuple[int, int, str], Any] = {}
 
     def add(self, call: ToolCall) -> None:
         if call.observed and call.ok:
@@ -58,41 +70,67 @@ class _Earlier:
             self.values[key] = result_value(call)
         return self.values[key]
 
+    def select(self, rule: Relation, source: ToolCall, data: Any, arguments: dict[str, Any]) -> Any:
+        """``rule.path`` on ``data``; a :class:`PathError` is returned, not raised."""
+        key = _read(rule, arguments)
+        cached = (id(rule), id(source), key) if key is not None else None
+        if cached is not None and cached in self.found:
+            return self.found[cached]
+        try:
+            found = select(rule.path, data, arguments)
+        except PathError as exc:
+            found = exc
+        if cached is not None:
+            self.found[cached] = found
+        return found
+
+
+def _read(rule: Relation, arguments: dict[str, Any]) -> str | None:
+    """The values of the arguments ``rule.path`` reads, as a key; ``None`` when it may read others."""
+    if "argument(" in rule.path.source:
+        return None
+    try:
+        return json.dumps([arguments.get(name) for name in rule.path.arguments], sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+
 
 def _about(rule: Relation, arguments: dict[str, Any]) -> str:
     keys = [shown(arguments.get(name)).strip('"') for name in rule.path.arguments]
     return f"{rule.argument} for {', '.join(keys)}" if keys else rule.argument
 
 
-def _judge(call: ToolCall, rule: Relation, earlier: _Earlier) -> tuple[str | None, bool]:
-    """(the problem or ``None``, whether the rule could be judged)."""
+def _judge(call: ToolCall, rule: Relation, earlier: _Earlier) -> tuple[str | None, str | None]:
+    """(the problem or ``None``, why the rule could not be judged or ``None``)."""
     arguments = call.arguments or {}
     value = arguments[rule.argument]
     uncaptured = False
-    for source in reversed(earlier.calls.get(rule.earlier, [])):
+    sources = earlier.calls.get(rule.earlier, [])
+    for source in reversed(sources[-MAX_EARLIER:]):
         if not finished_before(source, call):
             continue
         data = earlier.value(source)
         if data is None or data is UNREADABLE:
             uncaptured = True
             continue
-        try:
-            found = select(rule.path, data, arguments)
-        except PathError as exc:
-            return f"{call.name} {rule.argument}: {rule.earlier} result: {rule.path.source}: {exc}", True
+        found = earlier.select(rule, source, data, arguments)
+        if isinstance(found, PathError):
+            return f"{call.name} {rule.argument}: {rule.earlier} result: {rule.path.source}: {found}", None
         if found is None:
             continue
         verdict = holds(value, rule.op, found)
         label = f"{call.name} {rule.argument}={shown(value)}"
         if verdict is None:
-            return f"{label} cannot be compared ({rule.op}) with {shown(found)} from {rule.earlier}", True
+            return f"{label} cannot be compared ({rule.op}) with {shown(found)} from {rule.earlier}", None
         if verdict:
-            return None, True
+            return None, None
         where = rule.path.render(arguments)
-        return f"{label} is not {rule.op} {shown(found)} from {rule.earlier} ({where})", True
+        return f"{label} is not {rule.op} {shown(found)} from {rule.earlier} ({where})", None
     if uncaptured:
-        return None, False
-    return f"no earlier {rule.earlier} result gives {_about(rule, arguments)}", True
+        return None, f"{call.name} {rule.argument}: {rule.earlier} results not captured"
+    if len(sources) > MAX_EARLIER:
+        return None, f"{call.name} {rule.argument}: not in the last {MAX_EARLIER} {rule.earlier} results"
+    return f"no earlier {rule.earlier} result gives {_about(rule, arguments)}", None
 
 
 def check_relations(traj: Trajectory, tools: Tools, severity: Severity = "error") -> CheckResult:
@@ -109,9 +147,9 @@ def check_relations(traj: Trajectory, tools: Tools, severity: Severity = "error"
             for rule in contract.relations:
                 if call.arguments is None or rule.argument not in call.arguments:
                     continue
-                problem, judged = _judge(call, rule, earlier)
-                if not judged:
-                    unknown.append(f"{call.name} {rule.argument}: {rule.earlier} results not captured")
+                problem, unjudged = _judge(call, rule, earlier)
+                if unjudged is not None:
+                    unknown.append(unjudged)
                     continue
                 checked += 1
                 if problem is not None:
