@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from otel_traj.checks import check_confirmation, confirmation
+from otel_traj.checks import efficiency as efficiency_check
 from otel_traj.checks import relations as relations_check
+from otel_traj.checks.base import contains_token
 from otel_traj.policy import Tools
 from otel_traj.policy.models import ToolContract
-from otel_traj.policy.rules import Confirmation, Relation
+from otel_traj.policy.rules import Confirmation, Efficiency, Relation
 from otel_traj.steps import ModelCall, ToolCall
 from otel_traj.trajectory import Trajectory
 
@@ -162,3 +164,57 @@ def test_relations_evaluates_a_bounded_number_of_earlier_results_per_call(
         assert len(result.steps) == len(failed)
         assert result.status == ("fail" if failed else "pass")
     _linear(counts, 2)
+
+
+def _lookups(steps: int) -> Trajectory:
+    """Turn 0 runs ``steps`` lookups; turn 1 runs ``steps`` more whose arguments (one word and
+    several) appear in none of the first turn's results: every comparison is a miss."""
+    models = [
+        ModelCall(span_id=1, start_ns=0, end_ns=10, input_source="find them"),
+        ModelCall(span_id=2, start_ns=SECOND, end_ns=SECOND + 10, input_source="find them"),
+    ]
+    first = [
+        ToolCall(
+            name="lookup",
+            span_id=100 + k,
+            start_ns=20,
+            end_ns=30,
+            turn=0,
+            arguments={"id": f"A-{k}"},
+            result=f"record A-{k} holds value {k} and note alpha-{k}",
+        )
+        for k in range(steps)
+    ]
+    second = [
+        ToolCall(
+            name="lookup",
+            span_id=10_000 + k,
+            start_ns=SECOND + 20,
+            end_ns=SECOND + 30,
+            turn=1,
+            arguments={"id": f"B-{k}", "note": f"beta-{k} extra words"},
+        )
+        for k in range(steps)
+    ]
+    return Trajectory(trace_id=1, model_calls=models, tool_calls=[*first, *second])
+
+
+def test_efficiency_compares_each_argument_with_a_bounded_number_of_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    comparisons = 0
+
+    def counting(haystack: str, needle: str) -> bool:
+        nonlocal comparisons
+        comparisons += 1
+        return contains_token(haystack, needle)
+
+    monkeypatch.setattr(efficiency_check, "contains_token", counting)
+    counts: dict[int, int] = {}
+    for steps in SIZES:
+        comparisons = 0
+        result = efficiency_check.check_efficiency(_lookups(steps), Efficiency(), Tools())
+        assert result.reason.startswith("1 wasted turn, ")
+        counts[steps] = comparisons
+    # One-word values are looked up; a longer one is searched only where its rarest word is.
+    _linear(counts, 1)

@@ -11,6 +11,8 @@ The time that could have been saved is the wall time of those model calls.
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 from otel_traj.checks.base import contains_token, count, failure, one_line, passed, skipped, step_id
@@ -37,24 +39,52 @@ def _values(value: Any) -> list[str]:
     return [text] if text else []
 
 
-def _independent(calls: list[ToolCall], sources: list[str]) -> bool | None:
+# ``str.isalnum()`` plus ``_`` and ``-``: a one-word value is in a text iff it is one of its words.
+_WORD = re.compile(r"[\w-]+")
+
+
+class _Sources:
+    """The texts a turn's calls could have depended on, split into words once: a one-word value is
+    looked up, a longer one searched only in the texts holding its rarest word."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.postings: dict[str, list[int]] = {}
+        for index, text in enumerate(texts):
+            for word in set(_WORD.findall(text)):
+                self.postings.setdefault(word, []).append(index)
+
+    def holds(self, value: str) -> bool:
+        if _WORD.fullmatch(value):
+            return value in self.postings
+        words = _WORD.findall(value)
+        if not words:
+            return any(contains_token(text, value) for text in self.texts)
+        rarest = min(words, key=lambda w: len(self.postings.get(w, ())))
+        return any(contains_token(self.texts[i], value) for i in self.postings.get(rarest, ()))
+
+
+def _independent(calls: list[ToolCall], sources: _Sources) -> bool | None:
     """No argument of ``calls`` appears in ``sources``; ``None`` when arguments were not captured."""
     for call in calls:
         if call.arguments is None:
             return None
-        for value in _values(call.arguments):
-            if any(contains_token(source, value) for source in sources):
-                return False
+        if any(sources.holds(value) for value in _values(call.arguments)):
+            return False
     return True
 
 
-def _since(
-    calls: list[ToolCall], previous: ModelCall, current: ModelCall, earlier: list[ToolCall]
-) -> list[ToolCall]:
-    """The previous turn's calls and every call that ended between the two requests (a call whose
-    turn is unknown still brought news)."""
-    window = [c for c in calls if c.turn is None and previous.start_ns <= c.end_ns <= current.start_ns]
-    return [*earlier, *window]
+class _Unlinked:
+    """The calls whose turn is unknown, by end: those that ended between two requests, found by
+    bisection instead of a scan of every call for every turn."""
+
+    def __init__(self, calls: list[ToolCall]) -> None:
+        self.calls = sorted((c for c in calls if c.turn is None), key=lambda c: c.end_ns)
+        self.ends = [c.end_ns for c in self.calls]
+
+    def between(self, previous: ModelCall, current: ModelCall) -> list[ToolCall]:
+        low = bisect_left(self.ends, previous.start_ns)
+        return self.calls[low : bisect_right(self.ends, current.start_ns, lo=low)]
 
 
 def _seconds(model: ModelCall) -> float:
@@ -78,16 +108,19 @@ def check_efficiency(
 
     wasted: list[tuple[int, str]] = []
     unknown = judged = 0
+    unlinked = _Unlinked(traj.tool_calls)
     for turn in range(1, len(models)):
         earlier, later = by_turn.get(turn - 1), by_turn.get(turn)
         if earlier and later and read_only(earlier) and read_only(later):
-            since = _since(traj.tool_calls, models[turn - 1], models[turn], earlier)
+            # The previous turn's calls and every call that ended between the two requests (a call
+            # whose turn is unknown still brought news).
+            since = [*earlier, *unlinked.between(models[turn - 1], models[turn])]
             previous, current = models[turn - 1].input_text, models[turn].input_text
             sources = [c.result for c in since if c.result]
             if current and current != previous:
                 sources.append(current)
             captured = all(c.result is not None for c in since if c.ok or not c.observed)
-            independent = _independent(later, sources) if captured else None
+            independent = _independent(later, _Sources(sources)) if captured else None
             if independent is None:
                 unknown += 1
                 continue
