@@ -20,11 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from otel_traj.steps import ModelCall, span_hex
 
 if TYPE_CHECKING:
+    from genai_prices import Usage
+
     from otel_traj.trajectory import Trajectory
 
 
@@ -63,7 +65,7 @@ def price_call(call: ModelCall) -> CallCost:
         return CallCost(None, "tokens not recorded")
     if not call.model:
         return CallCost(None, "model not recorded")
-    from genai_prices import Usage, calc_price
+    from genai_prices import Usage
 
     usage = Usage(
         input_tokens=call.input_tokens or 0,
@@ -72,19 +74,75 @@ def price_call(call: ModelCall) -> CallCost:
         cache_write_tokens=call.cache_write_tokens,
         output_reasoning_tokens=call.reasoning_tokens,
     )
-    when = datetime.fromtimestamp(call.start_ns / 1e9, UTC) if call.start_ns > 0 else None
+    when = datetime.fromtimestamp(call.start_ns / 1e9, UTC) if call.start_ns > 0 else datetime.now(UTC)
+    counts = (
+        call.input_tokens,
+        call.output_tokens,
+        call.cache_read_tokens,
+        call.cache_write_tokens,
+        call.reasoning_tokens,
+    )
     problem = ""
     for model, provider in _candidates(call.model, call.provider):
         try:
-            price = calc_price(usage, model, provider_id=provider, genai_request_timestamp=when)
+            price = _price(usage, counts, model, provider, when)
         except LookupError as exc:
             problem = problem or str(exc)
             continue
         except (ValueError, ArithmeticError) as exc:
             return CallCost(None, f"cannot price {call.model}: {exc}")
-        return CallCost(float(Decimal(price.total_price)))
+        return CallCost(float(price))
     where = f" (provider {call.provider})" if call.provider else ""
     return CallCost(None, f"model {call.model}{where} not in the price database: {problem}")
+
+
+# Prices already computed, by the database's price entry in force and the token counts: the
+# package's calculation costs about 75 µs a call, and runs of one agent repeat their counts (the same
+# system prompt and tools). Bounded; the oldest entries go first.
+_COMPUTED: dict[tuple[Any, ...], Decimal] = {}
+MAX_COMPUTED = 4096
+
+
+def _price(
+    usage: Usage, counts: tuple[int | None, ...], model: str, provider: str | None, when: datetime
+) -> Decimal:
+    """The total price of ``usage``: the package's own calculation, computed once per price entry
+    and token counts."""
+    from genai_prices import calc_price
+
+    found_provider, found_model = _lookup(model, provider)
+    key = (found_provider.id, found_model.id, id(found_model.get_prices(when)), counts)
+    price = _COMPUTED.get(key)
+    if price is None:
+        calculated = calc_price(usage, model, provider_id=provider, genai_request_timestamp=when)
+        price = _COMPUTED[key] = Decimal(calculated.total_price)
+        if len(_COMPUTED) > MAX_COMPUTED:
+            del _COMPUTED[next(iter(_COMPUTED))]
+    return price
+
+
+# The database's entry for a (model, provider) pair, or why there is none: the package remembers what
+# it found but searches every model again, slowly, for a pair it does not know.
+_FOUND: dict[tuple[int, str, str | None], tuple[Any, Any] | str] = {}
+
+
+def _lookup(model: str, provider: str | None) -> tuple[Any, Any]:
+    from genai_prices import data_snapshot
+
+    snapshot = data_snapshot.get_snapshot()
+    key = (id(snapshot), model, provider)
+    found = _FOUND.get(key)
+    if found is None:
+        try:
+            found = snapshot.find_provider_model(model, None, provider, None)
+        except LookupError as exc:
+            found = str(exc)
+        _FOUND[key] = found
+        if len(_FOUND) > MAX_COMPUTED:
+            del _FOUND[next(iter(_FOUND))]
+    if isinstance(found, str):
+        raise LookupError(found)
+    return found
 
 
 def price_run(trajectory: Trajectory) -> RunCost:

@@ -7,9 +7,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import genai_prices
 import pytest
 from genai_prices import Usage, calc_price
 
+from otel_traj import cost
 from otel_traj.adapters.files import read_trace_inputs
 from otel_traj.checks.budget import check_budget
 from otel_traj.config import AssemblerConfig
@@ -84,6 +86,29 @@ def test_cached_and_reasoning_tokens_are_priced_as_the_database_says() -> None:
     )
     # Cached input is cheaper than fresh input for this model: the discount was applied.
     assert (price_call(cached).usd or 0) < (price_call(call).usd or 0)
+
+
+def test_a_price_is_computed_once_per_price_entry_and_counts_and_the_memory_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    computed: list[int] = []
+
+    def counting(usage: Usage, model: str, **kwargs: object) -> object:
+        computed.append(1)
+        return calc_price(usage, model, **kwargs)
+
+    monkeypatch.setattr(genai_prices, "calc_price", counting)
+    monkeypatch.setattr(cost, "_COMPUTED", {})
+    call = ModelCall(span_id=1, model="gpt-4o-mini", provider="openai", input_tokens=123, output_tokens=45)
+    first = price_call(call).usd
+    assert first is not None and price_call(replace(call, span_id=2)).usd == first
+    assert len(computed) == 1
+    # Other counts, another price; and a price in force at another time is another entry.
+    assert price_call(replace(call, output_tokens=46)).usd != first
+    assert len(computed) == 2
+    for tokens in range(cost.MAX_COMPUTED + 10):
+        price_call(replace(call, input_tokens=tokens))
+    assert len(cost._COMPUTED) == cost.MAX_COMPUTED
 
 
 def test_an_unknown_model_costs_null_with_the_reason_never_zero() -> None:
