@@ -63,6 +63,11 @@ def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+# Redaction answers a policy remembers; past this many (keys are data: unbounded in number) it starts
+# over.
+_MAX_SENSITIVE_ANSWERS = 65_536
+
+
 class Policy:
     """A validated policy: ``defaults`` plus per-agent overrides, each resolved and compiled at load.
 
@@ -78,6 +83,7 @@ class Policy:
         canonical = json.dumps(document.model_dump(mode="json", by_alias=True), sort_keys=True)
         self.content_hash = content_hash or hashlib.sha256(canonical.encode()).hexdigest()[:12]
         self.defaults = document.defaults
+        self._sensitive: dict[tuple[str, str, str | None], bool] = {}
         self.agents: dict[str, AgentPolicy] = {}
         base = document.defaults.model_dump(by_alias=True, exclude_unset=True)
         for name, override in document.agents.items():
@@ -116,10 +122,20 @@ class Policy:
         return frozenset(self.document.redact.keys) | frozenset(declared)
 
     def is_sensitive(self, tool: str, key: str, agent: str | None = None) -> bool:
-        """True when sinks must redact argument ``key`` of ``tool``: configured, or a secret-like name."""
-        if key in self.sensitive_keys(tool, agent):
-            return True
-        return any(p.search(key) for p in self.document.redact.patterns)
+        """True when sinks must redact argument ``key`` of ``tool``: configured, or a secret-like name.
+
+        Asked for every key of every argument, result and reason a sink writes: the answers are
+        remembered (a bounded number of them; the policy never changes)."""
+        question = (tool, key, agent)
+        answer = self._sensitive.get(question)
+        if answer is None:
+            answer = key in self.sensitive_keys(tool, agent) or any(
+                p.search(key) for p in self.document.redact.patterns
+            )
+            if len(self._sensitive) >= _MAX_SENSITIVE_ANSWERS:
+                self._sensitive.clear()
+            self._sensitive[question] = answer
+        return answer
 
 
 def parse_policy(data: Any, source: str = "<policy>") -> Policy:
