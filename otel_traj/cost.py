@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any
 from otel_traj.steps import ModelCall, span_hex
 
 if TYPE_CHECKING:
-    from genai_prices import Usage
-
     from otel_traj.trajectory import Trajectory
 
 
@@ -65,15 +63,6 @@ def price_call(call: ModelCall) -> CallCost:
         return CallCost(None, "tokens not recorded")
     if not call.model:
         return CallCost(None, "model not recorded")
-    from genai_prices import Usage
-
-    usage = Usage(
-        input_tokens=call.input_tokens or 0,
-        output_tokens=call.output_tokens or 0,
-        cache_read_tokens=call.cache_read_tokens,
-        cache_write_tokens=call.cache_write_tokens,
-        output_reasoning_tokens=call.reasoning_tokens,
-    )
     when = datetime.fromtimestamp(call.start_ns / 1e9, UTC) if call.start_ns > 0 else datetime.now(UTC)
     counts = (
         call.input_tokens,
@@ -85,7 +74,7 @@ def price_call(call: ModelCall) -> CallCost:
     problem = ""
     for model, provider in _candidates(call.model, call.provider):
         try:
-            price = _price(usage, counts, model, provider, when)
+            price = _price(counts, model, provider, when)
         except LookupError as exc:
             problem = problem or str(exc)
             continue
@@ -103,17 +92,23 @@ _COMPUTED: dict[tuple[Any, ...], Decimal] = {}
 MAX_COMPUTED = 4096
 
 
-def _price(
-    usage: Usage, counts: tuple[int | None, ...], model: str, provider: str | None, when: datetime
-) -> Decimal:
-    """The total price of ``usage``: the package's own calculation, computed once per price entry
-    and token counts."""
-    from genai_prices import calc_price
-
+def _price(counts: tuple[int | None, ...], model: str, provider: str | None, when: datetime) -> Decimal:
+    """The total price of the token ``counts`` (input, output, cache read, cache write, reasoning):
+    the package's own calculation, computed once per price entry and counts."""
     found_provider, found_model = _lookup(model, provider)
     key = (found_provider.id, found_model.id, id(found_model.get_prices(when)), counts)
     price = _COMPUTED.get(key)
     if price is None:
+        from genai_prices import Usage, calc_price
+
+        input_tokens, output_tokens, cache_read, cache_write, reasoning = counts
+        usage = Usage(
+            input_tokens=input_tokens or 0,
+            output_tokens=output_tokens or 0,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            output_reasoning_tokens=reasoning,
+        )
         calculated = calc_price(usage, model, provider_id=provider, genai_request_timestamp=when)
         price = _COMPUTED[key] = Decimal(calculated.total_price)
         if len(_COMPUTED) > MAX_COMPUTED:
