@@ -46,6 +46,19 @@ def test_a_directory_of_other_files_names_them(tmp_path: Path, capsys: pytest.Ca
     assert "config3.json" not in err
 
 
+def test_node_modules_directories_are_not_searched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copy(FIXTURES / "clean.otlp.pb", tmp_path / "clean.otlp.pb")
+    package = tmp_path / "js" / "node_modules" / "protobufjs"
+    package.mkdir(parents=True)
+    (package / "tsconfig.json").write_text('{\n  // comments: not JSON\n  "strict": true\n}\n')
+    assert grade(tmp_path, "--format", "json") == 0
+    assert len(json.loads(capsys.readouterr().out)["trajectories"]) == 1
+    # Named explicitly, the file is read (and is no trace file).
+    assert grade(tmp_path / "clean.otlp.pb", package / "tsconfig.json") == 2
+
+
 def test_verbose_says_why_each_file_was_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "run.facts.json").write_text('{"framework": "x"}')
     (tmp_path / "run.spans.txt").write_text("not a trace")

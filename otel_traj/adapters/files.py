@@ -253,18 +253,28 @@ def read_trace_file(path: str | Path) -> TraceFile:
     return TraceFile(path, shape, views)
 
 
+# Installed JavaScript packages: never searched for traces.
+PACKAGE_DIR = "node_modules"
+
+
 def expand_paths(
     paths: Iterable[str | Path], ignored: list[Path] | None = None
 ) -> Iterator[tuple[Path, bool]]:
     """Each file to read, and whether it was named explicitly (rather than found in a directory).
 
     Directories are searched recursively, in sorted order, for files with a trace file suffix; the
-    files found there without one are appended to ``ignored`` when it is given.
+    files found there without one are appended to ``ignored`` when it is given. ``node_modules``
+    directories inside them are not searched: installed packages hold JSON files (some not even
+    JSON: ``tsconfig.json`` with comments) but no traces.
     """
     for entry in paths:
         path = Path(entry)
         if path.is_dir():
-            found = (p for p in path.rglob("*") if p.is_file())
+            found = (
+                p
+                for p in path.rglob("*")
+                if p.is_file() and PACKAGE_DIR not in p.relative_to(path).parts[:-1]
+            )
             for file in sorted(found):
                 if file.suffix.lower() in TRACE_FILE_SUFFIXES:
                     yield file, False
