@@ -30,6 +30,9 @@ class Recorded:
     # model spans.
     responses: bool = True
     requests: bool = True
+    # The responses on the model spans list the calls the model requested (Mastra's chat spans record
+    # the text only; the calls are only in its own `mastra.model_step.output` on the step span).
+    requested_calls: bool = True
     # The user's message reaches the model in a template of the framework's ("Current Task: ...").
     input_verbatim: bool = True
     # Where the conversation id is: "agent" (the agent span), "trace" (another span), None (nowhere).
@@ -75,6 +78,11 @@ FRAMEWORKS: dict[str, Recorded] = {
         tool="logfire", model="logfire", agent="logfire", span_call_ids=False, conversation="trace"
     ),
     "logfire_pydantic_ai": Recorded(agent="pydantic_ai"),
+    # Mastra (JavaScript, `@mastra/otel-exporter`): its `chat` spans record the response text and
+    # usage but neither the input messages nor the requested calls (those are only in Mastra's own
+    # `mastra.model_step.*` attributes of the `agent_step` spans); the conversation id only as
+    # tracing metadata (`mastra.metadata.sessionId`, on every span).
+    "mastra": Recorded(requests=False, requested_calls=False),
     "openai_agents": Recorded(
         tool="openinference", model="openinference", agent="openinference", span_call_ids=False
     ),

@@ -23,7 +23,9 @@ WITH_RESULTS = sorted(name for name, recorded in FRAMEWORKS.items() if recorded.
 # Frameworks whose tool calls no span shows: only the model's requests (CrewAI under OpenLLMetry).
 WITHOUT_TOOL_SPANS = sorted(set(FRAMEWORKS) - set(WITH_RESULTS))
 # Frameworks whose tool calls are joined to the model turn that requested them.
-WITH_TURNS = sorted(name for name, recorded in FRAMEWORKS.items() if recorded.responses)
+WITH_TURNS = sorted(
+    name for name, recorded in FRAMEWORKS.items() if recorded.responses and recorded.requested_calls
+)
 
 
 @cache

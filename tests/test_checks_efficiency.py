@@ -16,7 +16,9 @@ from tests.support_trajectories import example_policy
 POLICY = example_policy().agents["support_agent"]
 assert POLICY.tools is not None
 TOOLS: Tools = POLICY.tools
-JUDGED = sorted(set(WITH_RESULTS) - {"semantic_kernel"})
+# Semantic Kernel records no model responses and Mastra none of the calls a response requested: their
+# turns that requested tools show neither a call nor text.
+JUDGED = sorted(name for name in set(WITH_RESULTS) - {"semantic_kernel"} if FRAMEWORKS[name].requested_calls)
 
 
 @pytest.mark.parametrize("framework", JUDGED)

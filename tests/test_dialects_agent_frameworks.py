@@ -321,3 +321,31 @@ def test_adk_invoke_agent() -> None:
     }
     agent = as_agent(to_step(record("invoke_agent support_agent", attributes)))
     assert (agent.agent_name, agent.conversation_id) == ("support_agent", "s-1")
+
+
+# Mastra: @mastra/otel-exporter writes GenAI span names, the run's input and output in its own
+# `mastra.agent_run.*` attributes and the tracing metadata as `mastra.metadata.<key>`.
+def test_mastra_agent_span_input_output_and_session() -> None:
+    attributes = {
+        "gen_ai.operation.name": "invoke_agent",
+        "mastra.span.type": "agent_run",
+        "gen_ai.agent.name": "support_agent",
+        "mastra.agent_run.input": USER,
+        "mastra.agent_run.output": json.dumps({"text": ANSWER, "files": []}),
+        "mastra.metadata.sessionId": "conv-1",
+    }
+    agent = as_agent(to_step(record("invoke_agent support_agent", attributes)))
+    assert (agent.agent_name, agent.input_text, agent.output_text, agent.conversation_id) == (
+        "support_agent",
+        USER,
+        ANSWER,
+        "conv-1",
+    )
+    # `generate` given a message list records the list: the last user message is the input.
+    messages = [
+        {"role": "user", "content": "Hello"},
+        {"role": "user", "content": [{"type": "text", "text": USER}]},
+    ]
+    attributes["mastra.agent_run.input"] = json.dumps(messages)
+    agent = as_agent(to_step(record("invoke_agent support_agent", attributes)))
+    assert agent.input_text == USER

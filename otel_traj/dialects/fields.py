@@ -13,7 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects import adk, langfuse, logfire, openinference, pydantic_ai, semconv, traceloop, vercel
+from otel_traj.dialects import (
+    adk,
+    langfuse,
+    logfire,
+    mastra,
+    openinference,
+    pydantic_ai,
+    semconv,
+    traceloop,
+    vercel,
+)
 from otel_traj.dialects._base import str_tuple, suffix
 from otel_traj.dialects._messages import Output
 from otel_traj.dialects.sources import Source, attribute, attributes, equals, event_attribute, has, specified
@@ -179,6 +189,7 @@ CONVERSATION_ID: tuple[Source, ...] = (
     attribute("traceloop.association.properties.session_id", note="Traceloop"),
     attribute("ai.telemetry.metadata.sessionId", note="Vercel AI SDK"),
     attribute("ai.telemetry.metadata.conversationId", note="Vercel AI SDK"),
+    attribute(mastra.SESSION_ID, note="Mastra tracing metadata"),
     attribute("langfuse.session.id", note="Langfuse"),
     attribute("group_id", note="Logfire, the OpenAI Agents SDK's `RunConfig.group_id`"),
 )
@@ -197,6 +208,7 @@ AGENT_INPUT: tuple[Source, ...] = (
     Source("`input.value` (OpenInference)", openinference.value_input, trigger="input.value"),
     Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.observation_input, trigger=langfuse.INPUT),
     Source("`ai.prompt` (Vercel AI SDK)", vercel.prompt_text, trigger="ai.prompt"),
+    Source(f"`{mastra.RUN_INPUT}` (Mastra)", mastra.run_input, trigger=mastra.RUN_INPUT),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 AGENT_OUTPUT: tuple[Source, ...] = (
@@ -216,6 +228,7 @@ AGENT_OUTPUT: tuple[Source, ...] = (
     Source("`output.value` (OpenInference)", openinference.value_answer, trigger="output.value"),
     Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.observation_output, trigger=langfuse.OUTPUT),
     *(attribute(key, note="Vercel AI SDK") for key in vercel.TEXT_KEYS),
+    Source(f"`{mastra.RUN_OUTPUT}` (Mastra)", mastra.run_output, trigger=mastra.RUN_OUTPUT),
     Source("events `gen_ai.choice`", lambda view, attrs, m: _text(semconv.events_output(view, attrs, m))),
 )
 
