@@ -64,6 +64,17 @@ def test_a_turn_with_neither_a_call_nor_text_is_wasted() -> None:
     assert result.reason.startswith("1 wasted turn, ")
 
 
+@pytest.mark.parametrize("scenario", ["clean", "violating"])
+def test_turns_are_not_called_empty_where_requested_calls_are_not_recorded(scenario: str) -> None:
+    # Mastra's chat spans record the text but not the calls a response asked for.
+    assert not FRAMEWORKS["mastra"].requested_calls
+    result = check_efficiency(real_run("mastra", scenario), Efficiency(), TOOLS)
+    assert (result.status, result.reason) == (
+        "skipped",
+        "model turns not linked to tool calls, requested calls not recorded",
+    )
+
+
 def test_writes_are_never_merged_and_read_only_follows_the_policy() -> None:
     traj = real_run("strands", "violating")
     writes = agent_policy(

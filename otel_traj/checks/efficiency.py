@@ -4,7 +4,7 @@
   previous turn's read-only calls: none of their argument values appears in the previous turn's
   results or in a user message new since. Read-only means not ``side_effect`` in the policy.
 - A turn that produced neither a tool call nor answer text (judged only when responses were
-  recorded).
+  recorded, requested calls included).
 
 The time that could have been saved is the wall time of those model calls.
 """
@@ -100,8 +100,12 @@ def check_efficiency(
         if call.turn is not None:
             by_turn.setdefault(call.turn, []).append(call)
     responses = any(m.output_text or m.requested_tools for m in models)
-    if not by_turn and not responses:
-        return skipped(NAME, severity, "model turns not linked to tool calls, responses not recorded")
+    # A turn that asked for tools shows it only where the model spans record requested calls: a run
+    # with tool calls but no requested call anywhere (Mastra's chat spans) cannot tell an empty turn.
+    judge_empty = responses and (any(m.requested_tools for m in models) or not traj.tool_calls)
+    if not by_turn and not judge_empty:
+        missing = "requested calls" if responses else "responses"
+        return skipped(NAME, severity, f"model turns not linked to tool calls, {missing} not recorded")
 
     def read_only(calls: list[ToolCall]) -> bool:
         return all(not (c := tools.contracts.get(call.name)) or not c.side_effect for call in calls)
@@ -128,7 +132,7 @@ def check_efficiency(
             if independent:
                 names = " & ".join(c.name for c in later)
                 wasted.append((turn, f"turn {turn} ({names}) could have run in turn {turn - 1}"))
-    if responses:
+    if judge_empty:
         output = {call.turn for call in traj.output_calls}
         for turn, model in enumerate(models):
             empty = not (model.output_text or model.requested_tools or by_turn.get(turn) or turn in output)
