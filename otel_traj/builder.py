@@ -148,50 +148,70 @@ def take_request(call: ToolCall, turn: int, request: RequestedTool) -> None:
         call.arguments, call.arguments_text, call.arguments_source = requested, None, "request"
 
 
+# A request: the span id of the model call that made it and its index among that call's requests
+# (stable while a run's model calls arrive, unlike the turn).
 RequestKey = tuple[int, int]
 
 
-def find_request(
-    call: ToolCall, models: list[ModelCall], taken: set[RequestKey]
-) -> tuple[RequestKey, RequestedTool] | None:
-    """The request (``(turn, index)`` and the request) an executed call answers, not yet taken: the one
-    with its call id, else (many dialects record no id on tool spans, or only on success) the first
-    request of its name from a model call that started before it."""
-    known_id = False
-    if call.call_id:
+class Requests:
+    """The calls a run's model calls requested, indexed once by call id and by name (in request order),
+    so joining every executed call costs a lookup each, not a scan of every request. ``taken``: the
+    requests already joined to an execution (the live check carries it from one batch to the next)."""
+
+    def __init__(self, models: list[ModelCall], taken: set[RequestKey] | None = None) -> None:
+        self.models = models
+        self.taken: set[RequestKey] = taken if taken is not None else set()
+        self._found: dict[RequestKey, tuple[int, RequestedTool]] = {}
+        self._by_id: dict[str, list[RequestKey]] = {}
+        self._by_name: dict[str, list[RequestKey]] = {}
         for turn, model in enumerate(models):
             for index, request in enumerate(model.requested_tools):
-                if request.call_id == call.call_id:
-                    known_id = True
-                    if (turn, index) not in taken:
-                        return (turn, index), request
-    if known_id:
-        return None
-    for turn, model in enumerate(models):
-        if model.start_ns > call.start_ns:
-            break
-        for index, request in enumerate(model.requested_tools):
-            if request.name == call.name and (turn, index) not in taken:
-                return (turn, index), request
-    return None
+                key = (model.span_id, index)
+                self._found[key] = (turn, request)
+                if request.call_id:
+                    self._by_id.setdefault(request.call_id, []).append(key)
+                self._by_name.setdefault(request.name, []).append(key)
+        # Per name, how many of its requests (in order) are known to be taken.
+        self._cursor: dict[str, int] = {}
+
+    def find(self, call: ToolCall) -> RequestKey | None:
+        """The request an executed call answers, not yet taken: the one with its call id, else (many
+        dialects record no id on tool spans, or only on success) the first request of its name, if
+        its model call started before the call."""
+        if call.call_id and call.call_id in self._by_id:
+            return next((key for key in self._by_id[call.call_id] if key not in self.taken), None)
+        keys = self._by_name.get(call.name, ())
+        cursor = self._cursor.get(call.name, 0)
+        while cursor < len(keys) and keys[cursor] in self.taken:
+            cursor += 1
+        self._cursor[call.name] = cursor
+        if cursor == len(keys) or self.models[self._found[keys[cursor]][0]].start_ns > call.start_ns:
+            return None
+        return keys[cursor]
+
+    def take(self, call: ToolCall, key: RequestKey) -> None:
+        self.taken.add(key)
+        turn, request = self._found[key]
+        take_request(call, turn, request)
+
+    def untaken(self) -> list[tuple[int, int, RequestedTool]]:
+        """``(turn, index, request)`` of the requests no execution answered, in request order."""
+        return [
+            (turn, key[1], request) for key, (turn, request) in self._found.items() if key not in self.taken
+        ]
 
 
 def join_requests(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCall]:
     """Join every executed call (in start order) to the model's request for it; return the requests
     no execution shows (the framework traces model calls only, or the call never ran) as
     requested-not-observed calls."""
-    taken: set[RequestKey] = set()
+    requests = Requests(models)
     for call in tools:
-        found = find_request(call, models, taken)
-        if found is not None:
-            (turn, _), request = found
-            taken.add(found[0])
-            take_request(call, turn, request)
+        key = requests.find(call)
+        if key is not None:
+            requests.take(call, key)
     return [
-        _requested_call(model, turn, index, request)
-        for turn, model in enumerate(models)
-        for index, request in enumerate(model.requested_tools)
-        if (turn, index) not in taken
+        _requested_call(models[turn], turn, index, request) for turn, index, request in requests.untaken()
     ]
 
 

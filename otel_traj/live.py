@@ -6,13 +6,7 @@ newly ended tool call to the trace's ``LiveScope``; the final verdict repeats th
 
 from __future__ import annotations
 
-from otel_traj.builder import (
-    RequestKey,
-    attribute_conversation_id,
-    find_request,
-    normalize_arguments,
-    take_request,
-)
+from otel_traj.builder import RequestKey, Requests, attribute_conversation_id, normalize_arguments
 from otel_traj.checks.scope import ScopeTracker
 from otel_traj.pipeline import LiveChecker, LiveFactory
 from otel_traj.policy import Policy
@@ -24,15 +18,18 @@ from otel_traj.verdict import CheckResult
 class LiveScope:
     def __init__(self, tracker: ScopeTracker) -> None:
         self._tracker = tracker
-        # The requests already joined to a call of this run, as the builder joins them.
+        # The requests already joined to a call of this run, as the builder joins them, and their
+        # index over the run's model calls so far (built again only when more have arrived).
         self._taken: set[RequestKey] = set()
+        self._requests: Requests | None = None
 
     def observe(self, call: ToolCall, context: TraceContext, models: list[ModelCall]) -> CheckResult | None:
         normalize_arguments(call)
-        found = find_request(call, models, self._taken)
-        if found is not None:
-            self._taken.add(found[0])
-            take_request(call, found[0][0], found[1])
+        if self._requests is None or self._requests.models is not models:
+            self._requests = Requests(models, self._taken)
+        key = self._requests.find(call)
+        if key is not None:
+            self._requests.take(call, key)
         attributes = context.attributes
         # The agent span has not ended: the user's message is read from the first model request,
         # the conversation id from the captured attributes; both only while the subject is unknown.
