@@ -20,8 +20,6 @@ REAL = Path(__file__).parent / "fixtures" / "real"
 # Frameworks whose runs show their tool executions, with results (on the tool spans, or in the next
 # model request that sent them back: AutoGen).
 WITH_RESULTS = sorted(name for name, recorded in FRAMEWORKS.items() if recorded.tool)
-# Frameworks whose tool calls no span shows: only the model's requests (CrewAI under OpenLLMetry).
-WITHOUT_TOOL_SPANS = sorted(set(FRAMEWORKS) - set(WITH_RESULTS))
 # Frameworks whose tool calls are joined to the model turn that requested them.
 WITH_TURNS = sorted(
     name for name, recorded in FRAMEWORKS.items() if recorded.responses and recorded.requested_calls
