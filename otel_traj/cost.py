@@ -11,8 +11,10 @@ A cost that cannot be computed is ``None`` with the reason, never 0: an unknown 
 recorded no tokens. A run's total is ``None`` as soon as one of its model calls has no cost, so a
 partial sum is never presented as the total.
 
-``genai_prices`` is imported on first use (about 0.2 s), on the thread that builds or grades
-trajectories, never at ``import otel_traj`` nor on the application's span hot path.
+A run is priced when its cost is first read (the budget check with ``max_cost_usd``, the sinks, the
+JSON and HTML reports), so ``otel-traj grade`` with a table skips the database altogether.
+``genai_prices`` is imported then (about 0.15 s, on the worker thread in-process), never at
+``import otel_traj`` nor on the application's span hot path.
 """
 
 from __future__ import annotations

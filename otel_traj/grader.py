@@ -44,7 +44,6 @@ from otel_traj.checks import (
 )
 from otel_traj.checks.base import ArgsKey, args_keys, skipped
 from otel_traj.checks.custom import check_custom
-from otel_traj.cost import run_cost
 from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery, Tools
 from otel_traj.stats import PipelineStats
 from otel_traj.trajectory import Trajectory
@@ -194,8 +193,6 @@ class Grader:
             entry = self._plan(agent_policy)
             groups.setdefault(id(entry), (entry, []))[1].append(i)
             contracts.append(self._contracts_hash(agent_policy))
-            # Priced here, on the worker: the budget check and every sink read it.
-            run_cost(trajectory)
         results: list[list[CheckResult]] = [[] for _ in trajectories]
         # Runs over their budget: the reason their remaining checks are skipped.
         over: dict[int, str] = {}

@@ -55,7 +55,7 @@ class Trajectory:
     errors: list[str] = field(default_factory=list)
     # What the caps dropped for this trace (steps beyond the cap, truncated arguments/results).
     dropped_steps: int = 0
-    # Priced once, on the worker, by ``otel_traj.cost.run_cost``.
+    # Priced once, when first read, by ``otel_traj.cost.run_cost``.
     cost: RunCost | None = field(default=None, compare=False, repr=False)
 
     @property
