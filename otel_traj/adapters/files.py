@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from otel_traj.adapters import zstd
 from otel_traj.adapters.batch import SpanBatch
 from otel_traj.adapters.jaeger import is_jaeger_json, views_from_jaeger
@@ -105,19 +103,7 @@ def views_from_json(doc: Any) -> tuple[SpanBatch, str]:
 
 
 def _json_documents(text: str) -> Iterator[Any]:
-    """Every JSON value in ``text``: one document, JSON Lines, or documents simply concatenated.
-
-    A file of one document, the common case, is parsed by orjson in about half the standard parser's
-    time; what orjson refuses (several documents, integers beyond 64 bits, NaN, lone surrogates, deep
-    nesting, broken JSON) goes through the standard parser, which takes the same values and says
-    where a file is broken."""
-    try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
-    else:
-        yield doc
-        return
+    """Every JSON value in ``text``: one document, JSON Lines, or documents simply concatenated."""
     decoder = json.JSONDecoder()
     pos, end = 0, len(text)
     while True:
