@@ -5,6 +5,7 @@ says which trace and step broke which rule."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -18,6 +19,7 @@ from otel_traj.sinks.evaluation_records import TARGET, conversation_records
 from tests.conversation_runs import POLICY, recorded
 from tests.otlp_logs_receiver import logs_receiver
 from tests.serve_helpers import Served, cli
+from tests.support_trajectories import EXAMPLE_POLICY
 
 
 def replay(spans: list[ReadableSpan]) -> list[ConversationVerdict]:
@@ -113,6 +115,26 @@ def test_a_conversation_is_graded_once_idle_and_the_bounds_grade_the_oldest_earl
     assert [(v.conversation_id, v.complete, v.outcome) for v in early] == [("b", False, "incomplete")]
     assert conversations.stats.snapshot().dropped == {"max_conversations": 1}
     assert sorted(v.conversation_id for v in conversations.ready(flush=True)) == ["c", "d"]
+    assert len(conversations) == 0 and conversations.size_bytes == 0
+
+
+def test_a_conversation_that_cannot_be_graded_is_counted_and_leaves_the_others_graded() -> None:
+    policies = [load_policy(POLICY)]
+    conversations = Conversations(lambda: policies[-1])
+    # Two traces whose start times cannot be ordered (one has none): built directly, past the
+    # checks of ``from_dict``.
+    broken = (summary(2, "broken"), replace(summary(5, "broken"), start_ns=None))
+    for added in (summary(1, "a"), *broken, summary(3, "b")):
+        assert conversations.add(added)
+    assert sorted(v.conversation_id for v in conversations.ready(flush=True)) == ["a", "b"]
+    snapshot = conversations.stats.snapshot()
+    assert snapshot.dropped == {"internal_error": 1} and snapshot.internal_errors == 1
+    # The policy is reloaded without a ``conversation`` section: the open conversation is not graded,
+    # and counted.
+    assert conversations.add(summary(4, "c"))
+    policies.append(load_policy(EXAMPLE_POLICY))
+    assert conversations.ready(flush=True) == []
+    assert conversations.stats.snapshot().dropped == {"internal_error": 1, "conversation_rules_removed": 1}
     assert len(conversations) == 0 and conversations.size_bytes == 0
 
 

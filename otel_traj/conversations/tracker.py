@@ -7,6 +7,7 @@ replicas send in their evaluation events.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -24,6 +25,10 @@ from otel_traj.verdict import Verdict
 DEFAULT_MAX_CONVERSATIONS = 10_000
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DROPPED = "max_conversations"
+# Open conversations whose agent's policy, reloaded, no longer has a ``conversation`` section.
+NO_RULES = "conversation_rules_removed"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -154,7 +159,17 @@ class Conversations:
                 self._bytes -= entry.size
                 done.append((list(entry.traces.values()), True))
         policy = self._policy()
-        if policy is None:
-            return []
-        verdicts = (grade_with_policy(policy, traces, complete=complete) for traces, complete in done)
-        return [v for v in verdicts if v is not None]
+        verdicts: list[ConversationVerdict] = []
+        for traces, complete in done:
+            try:
+                verdict = grade_with_policy(policy, traces, complete=complete) if policy is not None else None
+            except Exception:
+                # Lost to a bug of ours: counted, and the other conversations of the round still graded.
+                self.stats.count_failed_run()
+                logger.exception("grading conversation %r failed", traces[0].conversation_id)
+                continue
+            if verdict is None:
+                self.stats.count_dropped(NO_RULES)
+            else:
+                verdicts.append(verdict)
+        return verdicts
