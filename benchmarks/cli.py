@@ -5,6 +5,7 @@ Every command runs in a fresh process, once per round, the commands in turn; rep
 
 - ``python -c pass``: the interpreter's own start, the floor under every command;
 - ``python -c "import otel_traj"``;
+- the policy's pydantic models imported and built (what validating a policy pays before it starts);
 - ``otel-traj --version`` and ``otel-traj policy check examples/policies/support_agent.yaml``:
   target at most 150 ms each;
 - ``otel-traj grade FILES --policy examples/policies/support_agent.yaml`` against
@@ -52,6 +53,7 @@ AGENTEVALS_VENV = ROOT / ".bench-venvs" / "agentevals-cli-0.11.0"
 # The user message of every recorded run (tests/fixtures/real/README.md).
 USER = "Customer C023 here. I was charged twice for invoice INV-1002, please refund the 199 yuan."
 STARTUP_TARGET_MS = 150
+_BUILD_POLICY_MODELS = "from otel_traj.policy import PolicyFile; PolicyFile.model_rebuild(force=True)"
 SPEEDUP_TARGET = 10
 
 
@@ -124,6 +126,9 @@ def main() -> None:
     commands: dict[str, tuple[list[str], tuple[int, ...]]] = {
         "python -c pass": ([PYTHON, "-c", "pass"], (0,)),
         "import otel_traj": ([PYTHON, "-c", "import otel_traj"], (0,)),
+        # The policy's pydantic models, built as a validation builds them: what every command that
+        # reads a policy pays before it reads the file.
+        "policy models": ([PYTHON, "-c", _BUILD_POLICY_MODELS], (0,)),
         "otel-traj --version": ([OTEL_TRAJ, "--version"], (0,)),
         "otel-traj policy check": ([OTEL_TRAJ, "policy", "check", str(POLICY)], (0,)),
         "otel-traj grade": ([OTEL_TRAJ, "grade", *files, "--policy", str(POLICY)], (0, 1)),
