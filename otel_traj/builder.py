@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 from typing import Any
 
+from otel_traj.dialects import dspy
 from otel_traj.dialects._base import dumps, parse_json
 from otel_traj.records import TraceContext, nonempty_str
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, span_hex
@@ -137,10 +138,14 @@ def _wrapped(arguments: dict[str, Any], requested: dict[str, Any]) -> bool:
 
 
 def take_request(call: ToolCall, turn: int, request: RequestedTool) -> None:
-    """Join an executed call to the model's request for it: the turn, a missing call id, and the
-    requested arguments when the span recorded none, a bare value or a wrapper around them."""
+    """Join an executed call to the model's request for it: the turn, the request's call id, and the
+    requested arguments when the span recorded none, a bare value or a wrapper around them.
+
+    A call joined by name whose span had an id of its own keeps the request's: no request knew the
+    span's id, so it is the framework's (OpenLIT records LangChain's run id on a failed call), not
+    the one the model's request and the result sent back use."""
     call.turn = turn
-    call.call_id = call.call_id or request.call_id
+    call.call_id = request.call_id or call.call_id
     requested = parse_arguments(request.arguments_text) if request.arguments_text else None
     if requested is None:
         return
@@ -315,7 +320,7 @@ def _final_answer(top: list[AgentRun], models: list[ModelCall], outputs: list[To
     if answer is None and models:
         last = models[-1]
         if not any(not _is_output_tool(r.name) for r in last.requested_tools):
-            answer = last.output_text
+            answer = dspy.answer(last.output_text) if last.output_text is not None else None
     if answer is None and outputs:
         answer = _output_text(outputs[-1])
     return answer
@@ -347,7 +352,7 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     for call in tools:
         if not call.step_id:
             call.step_id = span_hex(call.span_id)
-        call.output = _is_output_tool(call.name)
+        call.output = call.output or _is_output_tool(call.name)
     outputs = [t for t in tools if t.output]
     tools = [t for t in tools if not t.output]
 

@@ -42,10 +42,21 @@ class Recorded:
     model_name: str = "gpt-4o-mini"
     # BeeAI records the response with two calls as one call whose arguments are both JSON texts.
     merged_parallel_request: bool = False
+    # Call ids anywhere, on tool spans or in the model's requests (DSPy's ChatAdapter has none).
+    call_ids: bool = True
+    # The model answers in DSPy ChatAdapter sections: the requested call and the answer are text.
+    adapter_sections: bool = False
+    # Agent spans a framework writes for something else than the agent (OpenLIT: LangGraph's nodes).
+    node_agents: tuple[str, ...] = ()
+    # Usage on an agent span is the run's total (OpenLIT's root span repeats the last call's).
+    agent_usage_is_total: bool = True
 
 
 FRAMEWORKS: dict[str, Recorded] = {
     "agent_framework": Recorded(),
+    "agno_openinference": Recorded(
+        tool="openinference", model="openinference", agent="openinference", span_call_ids=False
+    ),
     "autogen_agentchat": Recorded(span_arguments=False, span_results=False, conversation=None),
     "beeai_openinference": Recorded(
         tool="openinference",
@@ -63,6 +74,21 @@ FRAMEWORKS: dict[str, Recorded] = {
         input_verbatim=False,
     ),
     "crewai_traceloop": Recorded(tool=None, agent="traceloop", input_verbatim=False, conversation=None),
+    # DSPy ReAct (openinference-instrumentation-dspy, with -litellm for the token counts): the model
+    # names the next tool in ChatAdapter sections (no tool calls, no call ids anywhere), the loop
+    # ends through ReAct's `finish` tool, and the user's message and the answer are sections of the
+    # requests and the last response; no agent span, tool spans `<tool>.__call__` without `tool.name`.
+    "dspy_openinference": Recorded(
+        tool="openinference",
+        model="openinference",
+        agent=None,
+        span_call_ids=False,
+        call_ids=False,
+        conversation="trace",
+        output_tool="finish",
+        adapter_sections=True,
+        model_name="openai/gpt-4o-mini",
+    ),
     "google_adk": Recorded(model_name="openai/gpt-4o-mini"),
     "google_adk_openinference": Recorded(
         tool="openinference", model="openinference", agent="openinference", model_name="openai/gpt-4o-mini"
@@ -70,6 +96,9 @@ FRAMEWORKS: dict[str, Recorded] = {
     "langgraph_openinference": Recorded(
         tool="openinference", model="openinference", agent="openinference", bare_single_arguments=True
     ),
+    # OpenLIT (`openlit.init`): LangGraph's model node is an `invoke_agent model` span too, and the
+    # root `invoke_workflow` span repeats the usage of the last model call, not the run's total.
+    "langgraph_openlit": Recorded(node_agents=("model",), agent_usage_is_total=False),
     "langgraph_traceloop": Recorded(tool="traceloop", agent="traceloop"),
     "llamaindex_openinference": Recorded(
         tool="openinference", model="openinference", agent=None, span_call_ids=False, conversation="trace"

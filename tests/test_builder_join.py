@@ -177,3 +177,37 @@ def test_sibling_tool_spans_contained_in_time_are_parallel() -> None:
         ("list_invoices", True),
         ("get_subscription_http", True),
     ]
+
+
+def test_an_id_no_request_knows_gives_way_to_the_requests() -> None:
+    # OpenLIT records LangChain's run id on a failed call: joined by name, the call takes the id the
+    # model's request (and the result sent back) use.
+    run_id = "01a23495-4d09-76ef-a127-c935f8e139d2"
+
+    def joined(requested_id: str | None) -> ToolCall:
+        steps = [
+            model(1, 0, request("check_payment", '{"invoice_id": "INV-1002"}', requested_id)),
+            tool(2, "check_payment", 10, call_id=run_id, ok=False),
+            model(3, 20, text="done"),
+        ]
+        [call] = build_trajectory(TraceContext(trace_id=1), steps).tool_calls
+        return call
+
+    assert (joined("call_3").call_id, joined("call_3").turn) == ("call_3", 0)
+    # A request that records no id leaves the span's own.
+    assert (joined(None).call_id, joined(None).turn) == (run_id, 0)
+
+
+def test_a_tool_the_framework_ends_its_loop_with_is_an_output_call() -> None:
+    steps = [
+        model(1, 0, request("finish", "{}")),
+        tool(2, "finish", 10, arguments={}, result='"Completed."', output=True),
+        model(
+            3,
+            20,
+            text="[[ ## reasoning ## ]]\nDone.\n\n[[ ## answer ## ]]\nRefunded.\n\n[[ ## completed ## ]]",
+        ),
+    ]
+    traj = build_trajectory(TraceContext(trace_id=1), steps)
+    assert traj.tool_calls == [] and [c.name for c in traj.output_calls] == ["finish"]
+    assert traj.final_answer == "Refunded."

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from otel_traj.adapters.otlp_proto import views_from_bytes
-from otel_traj.dialects import to_step
+from otel_traj.dialects import dspy, to_step
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
 from tests.real_frameworks import FRAMEWORKS, Recorded
 
@@ -131,6 +131,11 @@ def test_model_calls_count_tokens_once(stem: Path) -> None:
     last = models[-1]
     if not recorded.responses:
         assert last.output_text is None and not any(m.requested_tools for m in models)
+    elif recorded.adapter_sections:
+        # The last response answers in sections (`[[ ## answer ## ]]`), after the loop's `finish`.
+        assert last.output_text and dspy.answer(last.output_text) == facts["final_answer"]
+        assert not last.requested_tools
+        assert any(r.name == recorded.output_tool for m in models for r in m.requested_tools)
     elif recorded.output_tool:
         [answer] = last.requested_tools
         assert answer.name == recorded.output_tool
@@ -150,6 +155,9 @@ def test_requested_tools_match_executed_calls(stem: Path) -> None:
     if not recorded.responses or not recorded.requested_calls:
         return  # covered by test_model_calls_count_tokens_once: nothing requested is recorded
     models = [s for s in _steps(stem) if isinstance(s, ModelCall)]
+    # One model call recorded by two layers (DSPy's `LM.__call__` around LiteLLM's `completion`)
+    # requests once: count the innermost layer's.
+    models = [m for m in models if not any(other.parent_id == m.span_id for other in models)]
     requests = [r for m in models for r in m.requested_tools if r.name != recorded.output_tool]
     expected = Counter(
         _key(recorded.tool_prefix + c["name"], c["arguments"], True) for c in facts["tool_calls"]
@@ -162,7 +170,8 @@ def test_requested_tools_match_executed_calls(stem: Path) -> None:
         expected -= Counter([_key("list_invoices", {"customer_id": "C023"}, True)])
     got = Counter(_key(r.name, json.loads(r.arguments_text or "null"), True) for r in requests)
     assert got == expected
-    assert all(r.call_id and r.call_id.startswith("call_") for m in models for r in m.requested_tools)
+    ids = [r.call_id for m in models for r in m.requested_tools]
+    assert all(i and i.startswith("call_") for i in ids) if recorded.call_ids else ids == [None] * len(ids)
 
 
 @pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -176,17 +185,19 @@ def test_agent_run_and_dialects(stem: Path) -> None:
         # The first named agent span names the agent (frameworks add workflow or event spans of the
         # agent kind around or inside it).
         assert next(a.agent_name for a in agents if a.agent_name) == facts["agent_name"]
-        assert {a.agent_name for a in agents} <= {facts["agent_name"], None, recorded.output_tool}
+        names = {a.agent_name for a in agents}
+        assert names <= {facts["agent_name"], None, recorded.output_tool, *recorded.node_agents}
+        assert names >= set(recorded.node_agents)
         assert {s.dialect for s in agents} >= {recorded.agent}
     conversations = {a.conversation_id for a in agents} - {None}
     assert conversations == ({facts["conversation_id"]} if recorded.conversation == "agent" else set())
-    for agent in agents:
+    totals = (facts["usage"]["input_tokens"], facts["usage"]["output_tokens"])
+    with_usage = [(a.input_tokens, a.output_tokens) for a in agents if a.input_tokens is not None]
+    if recorded.agent_usage_is_total:
         # Usage on an agent span is the run's total: it must equal the sum over the model calls.
-        if agent.input_tokens is not None:
-            assert (agent.input_tokens, agent.output_tokens) == (
-                facts["usage"]["input_tokens"],
-                facts["usage"]["output_tokens"],
-            )
+        assert all(usage == totals for usage in with_usage)
+    else:
+        assert with_usage and any(usage != totals for usage in with_usage)
     answers = {a.output_text for a in agents} - {None}
     assert answers <= {facts["final_answer"]}
     assert {s.dialect for s in steps if isinstance(s, ToolCall)} == (

@@ -27,7 +27,7 @@ DEFAULT_MAX_CHARS = 4096
 MARKERS = frozenset(
     {
         langfuse.TYPE,
-        "openinference.span.kind",
+        openinference.KIND,
         traceloop.KIND,
         "llm.request.type",
         vercel.OPERATION,
@@ -45,7 +45,7 @@ _PYDANTIC_MARKERS = frozenset(pydantic_ai.MARKERS)
 # Markers whose value names the kind of span, most specific first: the first one present decides.
 _KEYED: tuple[tuple[str, Mapping[str, StepKind], str], ...] = (
     (langfuse.TYPE, {"tool": "tool", "generation": "model", "agent": "agent"}, langfuse.DIALECT),
-    ("openinference.span.kind", {"TOOL": "tool", "LLM": "model", "AGENT": "agent"}, openinference.DIALECT),
+    (openinference.KIND, {"TOOL": "tool", "LLM": "model", "AGENT": "agent"}, openinference.DIALECT),
     (traceloop.KIND, {"tool": "tool", "workflow": "agent", "agent": "agent"}, traceloop.DIALECT),
     ("llm.request.type", {"chat": "model", "completion": "model"}, traceloop.DIALECT),
     (vercel.OPERATION, vercel.KINDS, vercel.DIALECT),

@@ -50,8 +50,10 @@ def tool_call(
     result: Any = None,
     failed: bool = False,
     error_message: str | None = None,
+    output: bool = False,
 ) -> ToolCall:
-    """``arguments``: a dict (already structured) or raw text, which the trajectory builder parses."""
+    """``arguments``: a dict (already structured) or raw text, which the trajectory builder parses.
+    ``output``: the framework's way to end the run with its answer, not an action."""
     ok, error_type, message = span_error(view, attrs, failed)
     structured: dict[str, Any] | None = None
     arguments_text: str | None = None
@@ -79,6 +81,7 @@ def tool_call(
         dialect=dialect,
         step_id=span_hex(view.span_id),
         truncated=cut_arguments or cut_result,
+        output=output,
     )
 
 

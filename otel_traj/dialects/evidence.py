@@ -10,12 +10,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects import adk, fields, langfuse, logfire, openinference, semconv, traceloop
+from otel_traj.dialects import (
+    adk,
+    dspy,
+    fields,
+    langfuse,
+    logfire,
+    openinference,
+    printed,
+    semconv,
+    traceloop,
+)
 from otel_traj.dialects._base import as_str
 from otel_traj.dialects._messages import Output
 from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
 from otel_traj.dialects._usage import Usage, agent_usage, usage, usage_from_json
-from otel_traj.dialects.sources import first_of, python_literal
+from otel_traj.dialects.sources import first_of
 from otel_traj.spanview import SpanView
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
 
@@ -28,7 +38,7 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
     arguments, wrapper_id = unwrap_arguments(
         first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars), max_chars
     )
-    arguments = python_literal(arguments, max_chars)
+    arguments = printed.python_literal(arguments, max_chars)
     result, message_id = _result(first_of(fields.TOOL_RESULT, view, attrs, max_chars), attrs, max_chars)
     call_id = first_of(fields.TOOL_CALL_ID, view, attrs, max_chars) or wrapper_id or message_id
     failed, message = _dialect_failure(attrs)
@@ -43,14 +53,15 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
         result,
         failed=failed,
         error_message=message,
+        output=view.name == dspy.FINISH_SPAN,
     )
 
 
 def _result(raw: Any, attrs: Mapping[str, Any], max_chars: int) -> tuple[Any, Any]:
     """``(result, call_id)`` without a framework's wrapper: Strands' content blocks, a LangChain
-    ToolMessage (whose call id it also gives)."""
+    ToolMessage, serialized or printed (whose call id it also gives)."""
     if not isinstance(raw, str) or raw[:1] not in ("{", "["):
-        return raw, None
+        return printed.tool_message(raw, max_chars)
     result, call_id = openinference.tool_message(semconv.strands_result(raw, attrs), max_chars)
     if call_id is None:
         result, call_id = traceloop.tool_output(result)
@@ -91,6 +102,11 @@ def _usage(attrs: Mapping[str, Any]) -> Usage:
 
 def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ModelCall:
     text, requested, reasons = _output(view, attrs, max_chars)
+    if not requested and isinstance(text, str):
+        requested = dspy.requested_tools(text)
+    input_text = first_of(fields.MODEL_INPUT, view, attrs, max_chars)
+    if isinstance(input_text, str):
+        input_text = dspy.user_message(input_text)
     return model_call(
         view,
         attrs,
@@ -101,7 +117,7 @@ def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         usage=_usage(attrs),
         finish_reasons=first_of(fields.FINISH_REASONS, view, attrs, max_chars) or reasons,
         requested=requested,
-        input_text=first_of(fields.MODEL_INPUT, view, attrs, max_chars),
+        input_text=input_text,
         output_text=text,
         tool_results=first_of(fields.MODEL_TOOL_RESULTS, view, attrs, max_chars) or (),
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from otel_traj.dialects import (
     adk,
+    dspy,
     langfuse,
     logfire,
     mastra,
@@ -66,6 +67,7 @@ TOOL_NAME: tuple[Source, ...] = (
     _own_span_name(
         (langfuse.TYPE, traceloop.KIND), ".tool", "span name (Langfuse, Traceloop without its `.tool` suffix)"
     ),
+    Source(f"span name `<tool>{dspy.CALL_SUFFIX}` (DSPy)", dspy.tool_name, trigger=openinference.KIND),
 )
 TOOL_CALL_ID: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.id", specified),
@@ -179,7 +181,7 @@ AGENT_NAME: tuple[Source, ...] = (
     _span_name_after("invoke_agent "),
     _span_name_after("invoke_workflow "),
     _own_span_name(
-        ("openinference.span.kind", langfuse.TYPE),
+        (openinference.KIND, langfuse.TYPE),
         ".run",
         "span name (OpenInference without a `.run` suffix, Langfuse)",
     ),

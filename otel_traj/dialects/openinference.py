@@ -32,6 +32,7 @@ from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
 DIALECT = "openinference"
+KIND = "openinference.span.kind"
 _FLAT_CALL_KEYS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
 _MAX_CONTENTS = 64
 _SCHEMA_KEYS = frozenset({"type", "properties", "$schema", "required", "title", "description"})

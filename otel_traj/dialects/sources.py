@@ -7,7 +7,6 @@ each field in precedence order; the first that yields a value wins. Readers neve
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -94,15 +93,3 @@ UNSPECIFIED = frozenset({"<not specified>", "N/A", ""})
 
 def specified(value: Any) -> Any:
     return None if isinstance(value, str) and value in UNSPECIFIED else value
-
-
-def python_literal(text: Any, max_chars: int) -> Any:
-    """A dict written as a Python literal (LangChain's ``input_str`` is ``str(dict)``), read without
-    evaluating code; anything else unchanged."""
-    if not isinstance(text, str) or len(text) > max_chars or not text.startswith("{'"):
-        return text
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return text
-    return value if isinstance(value, dict) else text
