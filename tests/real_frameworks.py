@@ -44,6 +44,11 @@ class Recorded:
     merged_parallel_request: bool = False
     # Call ids anywhere, on tool spans or in the model's requests (DSPy's ChatAdapter has none).
     call_ids: bool = True
+    # The agent span names the agent (Haystack's `haystack.agent.run` does not).
+    agent_named: bool = True
+    # The results are recorded somewhere: on tool spans or in the next request (Haystack under
+    # OpenInference records neither).
+    results: bool = True
     # The model answers in DSPy ChatAdapter sections: the requested call and the answer are text.
     adapter_sections: bool = False
     # Agent spans a framework writes for something else than the agent (OpenLIT: LangGraph's nodes).
@@ -90,6 +95,28 @@ FRAMEWORKS: dict[str, Recorded] = {
         model_name="openai/gpt-4o-mini",
     ),
     "google_adk": Recorded(model_name="openai/gpt-4o-mini"),
+    # Haystack's own tracer (`opentelemetry-haystack`, content tracing on): `haystack.agent.*` spans,
+    # the content as JSON attributes; the agent has no name and no conversation id is recorded.
+    "haystack_native": Recorded(
+        tool="haystack",
+        model="haystack",
+        agent="haystack",
+        agent_named=False,
+        span_call_ids=False,
+        conversation=None,
+    ),
+    # Haystack under openinference-instrumentation-haystack: only component `run` methods are traced
+    # and the Agent runs its tools outside any component, so there is no tool span; the requests name
+    # the calls without ids, and the results sent back are recorded as a role without content.
+    "haystack_openinference": Recorded(
+        tool=None,
+        model="openinference",
+        agent=None,
+        span_call_ids=False,
+        call_ids=False,
+        results=False,
+        conversation="trace",
+    ),
     "google_adk_openinference": Recorded(
         tool="openinference", model="openinference", agent="openinference", model_name="openai/gpt-4o-mini"
     ),

@@ -14,7 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects import adk, langfuse, logfire, openinference, pydantic_ai, semconv, traceloop, vercel
+from otel_traj.dialects import (
+    adk,
+    haystack,
+    langfuse,
+    logfire,
+    openinference,
+    pydantic_ai,
+    semconv,
+    traceloop,
+    vercel,
+)
 from otel_traj.dialects.evidence import agent_step, model_step, tool_step
 from otel_traj.spanview import SpanView
 from otel_traj.steps import Step, StepKind
@@ -39,6 +49,7 @@ MARKERS = frozenset(
         "gen_ai.system",
         "gen_ai.provider.name",
         *pydantic_ai.MARKERS,
+        *haystack.MARKERS,
     }
 )
 _PYDANTIC_MARKERS = frozenset(pydantic_ai.MARKERS)
@@ -55,7 +66,15 @@ _SEMCONV_KINDS: dict[str, StepKind] = {
     **dict.fromkeys(semconv.MODEL_OPERATIONS, "model"),
     **dict.fromkeys(semconv.AGENT_OPERATIONS, "agent"),
 }
-NAME_PREFIXES = ("execute_tool ", "invoke_agent ", "chat ", "running tool", "agent run", "call_llm")
+NAME_PREFIXES = (
+    "execute_tool ",
+    "invoke_agent ",
+    "chat ",
+    "running tool",
+    "agent run",
+    "call_llm",
+    haystack.SPAN_PREFIX,
+)
 _MODEL_KEYS = ("gen_ai.request.model", "gen_ai.response.model")
 Kind = tuple[StepKind, str]
 
@@ -129,7 +148,12 @@ def _classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
         return "tool", semconv.DIALECT
     if any(key in attrs for key in _MODEL_KEYS):
         return "model", semconv.DIALECT
-    return None
+    return _haystack(view.name, attrs)
+
+
+def _haystack(name: Any, attrs: Mapping[str, Any]) -> Kind | None:
+    found = haystack.kind(name, attrs)
+    return (found, haystack.DIALECT) if found is not None else None
 
 
 def _pydantic_kind(view: SpanView, attrs: Mapping[str, Any], operation: Any) -> Kind | None:
@@ -155,4 +179,6 @@ def _by_name(name: str) -> Kind | None:
         return "model", semconv.DIALECT
     if name == "call_llm":
         return "model", adk.DIALECT
+    if name.startswith(haystack.SPAN_PREFIX):
+        return _haystack(name, {})
     return None

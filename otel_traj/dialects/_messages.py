@@ -213,6 +213,9 @@ def _block_call(block: Any, max_chars: int) -> RequestedTool | None:
     nested = block.get("function_call")
     if isinstance(nested, _MAPPING):
         return requested_tool(nested.get("name"), nested.get("id"), nested.get("args"), max_chars)
+    nested = block.get("tool_call")  # Haystack
+    if isinstance(nested, _MAPPING):
+        return requested_tool(nested.get("tool_name"), nested.get("id"), nested.get("arguments"), max_chars)
     return None
 
 

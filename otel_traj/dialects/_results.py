@@ -8,7 +8,8 @@ are new: they are read from the end of the text, so a request that repeats a lon
 not parsed in full. Accepted shapes: OpenAI ``{"role": "tool", "tool_call_id", "content"}``, GenAI
 semconv parts ``{"type": "tool_call_response", "id", "response" (or "result")}``, Vercel AI SDK ``{"type":
 "tool-result", "toolCallId", "output"}``, Bedrock ``{"toolResult": {"toolUseId", "content"}}``,
-Gemini ``{"function_response": {"id", "response"}}`` and Responses API ``function_call_output``.
+Gemini ``{"function_response": {"id", "response"}}``, Haystack ``{"tool_call_result": {"result",
+"origin": {"id"}}}`` and Responses API ``function_call_output``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ def _result(block: Any) -> tuple[Any, Any] | None:
     nested = block.get("function_response")
     if isinstance(nested, Mapping):
         return nested.get("id"), nested.get("response")
+    nested = block.get("tool_call_result")
+    if isinstance(nested, Mapping):
+        origin = nested.get("origin")
+        return (origin.get("id") if isinstance(origin, Mapping) else None), nested.get("result")
     return None
 
 

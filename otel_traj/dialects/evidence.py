@@ -14,6 +14,7 @@ from otel_traj.dialects import (
     adk,
     dspy,
     fields,
+    haystack,
     langfuse,
     logfire,
     openinference,
@@ -41,7 +42,7 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
     arguments = printed.python_literal(arguments, max_chars)
     result, message_id = _result(first_of(fields.TOOL_RESULT, view, attrs, max_chars), attrs, max_chars)
     call_id = first_of(fields.TOOL_CALL_ID, view, attrs, max_chars) or wrapper_id or message_id
-    failed, message = _dialect_failure(attrs)
+    failed, message = _dialect_failure(attrs, max_chars)
     return tool_call(
         view,
         attrs,
@@ -68,13 +69,15 @@ def _result(raw: Any, attrs: Mapping[str, Any], max_chars: int) -> tuple[Any, An
     return result, call_id
 
 
-def _dialect_failure(attrs: Mapping[str, Any]) -> tuple[bool, str | None]:
+def _dialect_failure(attrs: Mapping[str, Any], max_chars: int) -> tuple[bool, str | None]:
     """A failure a dialect records in its own attributes besides the span status (Langfuse's level,
-    Logfire's ``error``), with its message."""
+    Logfire's ``error``, Haystack's ``haystack.tool.error``), with its message."""
     if langfuse.TYPE in attrs:
         return langfuse.failed(attrs), as_str(attrs.get("langfuse.observation.status_message"))
     if logfire.TEMPLATE in attrs:
         return logfire.failed(attrs), logfire.error_message(attrs)
+    if haystack.TOOL_ERROR in attrs:
+        return haystack.failed(attrs), haystack.error_message(attrs, max_chars)
     return False, None
 
 
@@ -97,7 +100,7 @@ def _usage(attrs: Mapping[str, Any]) -> Usage:
     details = usage_from_json(attrs.get("langfuse.observation.usage_details"))
     if details.input is not None or details.output is not None:
         return details
-    return logfire.json_usage(attrs) or adk.json_usage(attrs) or counted
+    return logfire.json_usage(attrs) or adk.json_usage(attrs) or haystack.usage(attrs) or counted
 
 
 def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ModelCall:

@@ -16,6 +16,7 @@ from typing import Any
 from otel_traj.dialects import (
     adk,
     dspy,
+    haystack,
     langfuse,
     logfire,
     mastra,
@@ -68,6 +69,7 @@ TOOL_NAME: tuple[Source, ...] = (
         (langfuse.TYPE, traceloop.KIND), ".tool", "span name (Langfuse, Traceloop without its `.tool` suffix)"
     ),
     Source(f"span name `<tool>{dspy.CALL_SUFFIX}` (DSPy)", dspy.tool_name, trigger=openinference.KIND),
+    attribute(haystack.TOOL_NAME, note="Haystack"),
 )
 TOOL_CALL_ID: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.id", specified),
@@ -86,6 +88,7 @@ TOOL_ARGUMENTS: tuple[Source, ...] = (
     attribute(langfuse.INPUT, langfuse.json_string, note="Langfuse"),
     attribute("input", when=logfire.is_tool, note="Logfire"),
     attribute("tool.parameters", openinference.parameters_arguments, note="OpenInference, when not a schema"),
+    attribute(haystack.TOOL_INPUT, note="Haystack"),
     event_attribute("gen_ai.tool.message", "content"),
 )
 TOOL_RESULT: tuple[Source, ...] = (
@@ -98,6 +101,7 @@ TOOL_RESULT: tuple[Source, ...] = (
     attribute("output.value", note="OpenInference"),
     attribute(langfuse.OUTPUT, langfuse.json_string, note="Langfuse"),
     attribute("output", when=logfire.is_tool, note="Logfire"),
+    attribute(haystack.TOOL_OUTPUT, note="Haystack"),
     event_attribute("gen_ai.choice", "message"),
 )
 
@@ -107,6 +111,9 @@ MODEL_NAME: tuple[Source, ...] = (
     attribute("ai.response.model", note="Vercel AI SDK"),
     attribute("ai.model.id", note="Vercel AI SDK"),
     attribute("langfuse.observation.model.name", note="Langfuse"),
+    Source(
+        f"`{haystack.LLM_OUTPUT}` → `meta.model` (Haystack)", haystack.model_name, trigger=haystack.LLM_OUTPUT
+    ),
     _span_name_after("chat "),
     _span_name_after("generate_content "),
 )
@@ -119,6 +126,11 @@ FINISH_REASONS: tuple[Source, ...] = (
     attribute("gen_ai.response.finish_reasons", str_tuple),
     attribute("llm.finish_reason", str_tuple, note="OpenInference"),
     attribute("ai.response.finishReason", str_tuple, note="Vercel AI SDK"),
+    Source(
+        f"`{haystack.LLM_OUTPUT}` → `meta.finish_reason` (Haystack)",
+        haystack.finish_reasons,
+        trigger=haystack.LLM_OUTPUT,
+    ),
 )
 # Sources of ``(text, requested tools, finish reasons)``: each of the three is taken from the first
 # source that has it.
@@ -136,6 +148,7 @@ MODEL_OUTPUT: tuple[Source, ...] = (
     Source("`output.value` (OpenInference)", openinference.value_output, trigger="output.value"),
     Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.generation_output, trigger=langfuse.OUTPUT),
     Source("`output` / `response` (Logfire)", logfire.model_output, trigger=logfire.TEMPLATE),
+    Source(f"`{haystack.LLM_OUTPUT}` (Haystack)", haystack.output, trigger=haystack.LLM_OUTPUT),
     Source("events `gen_ai.choice` / `gen_ai.content.completion`", semconv.events_output),
 )
 MODEL_INPUT: tuple[Source, ...] = (
@@ -152,6 +165,7 @@ MODEL_INPUT: tuple[Source, ...] = (
     Source("`input.value` (OpenInference)", openinference.value_input, trigger="input.value"),
     Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.generation_input, trigger=langfuse.INPUT),
     Source("`input` / `raw_input` (Logfire)", logfire.model_input, trigger=logfire.TEMPLATE),
+    Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_input, trigger=haystack.LLM_INPUT),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 
@@ -165,6 +179,7 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
         trigger="llm.input_messages.0.message.role",
     ),
     Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_results, trigger="ai.prompt.messages"),
+    Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_results, trigger=haystack.LLM_INPUT),
 )
 
 AGENT_NAME: tuple[Source, ...] = (
@@ -211,6 +226,7 @@ AGENT_INPUT: tuple[Source, ...] = (
     Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.observation_input, trigger=langfuse.INPUT),
     Source("`ai.prompt` (Vercel AI SDK)", vercel.prompt_text, trigger="ai.prompt"),
     Source(f"`{mastra.RUN_INPUT}` (Mastra)", mastra.run_input, trigger=mastra.RUN_INPUT),
+    Source(f"`{haystack.RUN_INPUT}` (Haystack)", haystack.run_input, trigger=haystack.RUN_INPUT),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 AGENT_OUTPUT: tuple[Source, ...] = (
@@ -231,6 +247,7 @@ AGENT_OUTPUT: tuple[Source, ...] = (
     Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.observation_output, trigger=langfuse.OUTPUT),
     *(attribute(key, note="Vercel AI SDK") for key in vercel.TEXT_KEYS),
     Source(f"`{mastra.RUN_OUTPUT}` (Mastra)", mastra.run_output, trigger=mastra.RUN_OUTPUT),
+    Source(f"`{haystack.RUN_OUTPUT}` (Haystack)", haystack.run_output, trigger=haystack.RUN_OUTPUT),
     Source("events `gen_ai.choice`", lambda view, attrs, m: _text(semconv.events_output(view, attrs, m))),
 )
 
