@@ -23,7 +23,7 @@ from tests.suggest_traffic import percentile
 ROOT = Path(__file__).resolve().parent.parent
 REAL = sorted(str(p) for p in (ROOT / "tests" / "fixtures" / "real").glob("*/*.otlp.pb"))
 SUBJECT = ["--subject-attribute", "app.customer_id"]
-# 25 framework setups, 2 runs each; 24 runs of support_agent succeed (see the counts below).
+# 27 framework setups, 2 runs each; 24 runs of support_agent succeed (see the counts below).
 MIN_RUNS = ["--min-runs", "10"]
 
 
@@ -47,8 +47,15 @@ def test_suggest_check_grade_on_the_real_frameworks(
     assert code == 0, err
     assert out == ""
     assert "suggested rules for support_agent (24 of 46 runs succeeded)" in err
-    for service in ("llamaindex_openinference", "dspy_openinference"):
-        assert f"agent support-agent-{service}: 1 successful runs of 2, fewer than --min-runs 10" in err
+    # Runs of agents without a name are named after their services; too few to suggest rules for.
+    unnamed = {
+        "llamaindex_openinference": 1,
+        "dspy_openinference": 1,
+        "haystack_native": 1,
+        "haystack_openinference": 2,  # no tool span: no call failed
+    }
+    for service, ok in unnamed.items():
+        assert f"agent support-agent-{service}: {ok} successful runs of 2, fewer than --min-runs 10" in err
 
     assert main(["policy", "check", str(policy)]) == 0
     assert "valid policy version" in capsys.readouterr().out
@@ -62,9 +69,7 @@ def test_suggest_check_grade_on_the_real_frameworks(
         for v in graded
         if v["final_answer"] and all(c["ok"] for c in v["tool_calls"] if c["kind"] == "tool")
     ]
-    # 24 of support_agent, 1 each of the LlamaIndex and DSPy agents (named after their services,
-    # left out: no rules).
-    assert len(ok_runs) == 26
+    assert len(ok_runs) == 24 + sum(unnamed.values())
     for verdict in ok_runs:
         budget = [c for c in verdict["checks"] if c["name"] == "budget"]
         assert not budget or budget[0]["status"] != "fail", budget
