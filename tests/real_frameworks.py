@@ -49,6 +49,9 @@ class Recorded:
     # The results are recorded somewhere: on tool spans or in the next request (Haystack under
     # OpenInference records neither).
     results: bool = True
+    # Tool spans per call: tools on an MCP server are also recorded by the MCP client's and the
+    # server's `tools/call <name>` spans, nested in the framework's own.
+    layers: int = 1
     # The model answers in DSPy ChatAdapter sections: the requested call and the answer are text.
     adapter_sections: bool = False
     # Agent spans a framework writes for something else than the agent (OpenLIT: LangGraph's nodes).
@@ -125,6 +128,9 @@ FRAMEWORKS: dict[str, Recorded] = {
     ),
     # OpenLIT (`openlit.init`): LangGraph's model node is an `invoke_agent model` span too, and the
     # root `invoke_workflow` span repeats the usage of the last model call, not the run's total.
+    # The Langfuse Python SDK's own spans (`@observe`, the `langfuse.openai` drop-in): tool spans
+    # carry no call id (the ids are only in the generations' messages).
+    "langfuse_sdk": Recorded(tool="langfuse", model="langfuse", agent="langfuse", span_call_ids=False),
     "langgraph_openlit": Recorded(node_agents=("model",), agent_usage_is_total=False),
     "langgraph_traceloop": Recorded(tool="traceloop", agent="traceloop"),
     "llamaindex_openinference": Recorded(
@@ -142,8 +148,15 @@ FRAMEWORKS: dict[str, Recorded] = {
     "openai_agents": Recorded(
         tool="openinference", model="openinference", agent="openinference", span_call_ids=False
     ),
+    # OpenLIT (`openlit.init`) on the OpenAI Agents SDK: its tool spans carry no call id (the ids are
+    # on the `chat` spans' requested calls).
+    "openai_agents_openlit": Recorded(span_call_ids=False),
     "openai_v2": Recorded(),
     "pydantic_ai": Recorded(agent="pydantic_ai"),
+    # pydantic-ai with its tools on an MCP server over stdio (MCPToolset → FastMCP client → the MCP
+    # SDK's server in a subprocess): each call is also FastMCP's `tools/call <name>` CLIENT span and
+    # the server's `tools/call <name>` SERVER span, both `gen_ai.operation.name=execute_tool`.
+    "pydantic_ai_mcp": Recorded(agent="pydantic_ai", layers=3),
     "pydantic_ai_v1": Recorded(tool="pydantic_ai", agent="pydantic_ai"),
     "semantic_kernel": Recorded(tool_prefix="support-", responses=False, requests=False, conversation=None),
     "smolagents_openinference": Recorded(

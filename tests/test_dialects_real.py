@@ -75,6 +75,12 @@ def test_tool_calls_match_what_the_tools_executed(stem: Path) -> None:
         return
     names = [recorded.tool_prefix + c["name"] for c in facts["tool_calls"]]
     executed = [t for t in tools if t.name != recorded.output_tool]
+    if recorded.layers > 1:
+        # The MCP client's and server's spans of each call carry neither its arguments nor its id.
+        layers = [t for t in executed if not t.call_id]
+        assert len(layers) == (recorded.layers - 1) * len(names)
+        assert all(t.arguments is None and t.arguments_text is None for t in layers)
+        executed = [t for t in executed if t.call_id]
     assert Counter(t.name for t in executed) == Counter(names)
     assert Counter((t.name, t.ok) for t in executed) == Counter(
         (n, c["ok"]) for n, c in zip(names, facts["tool_calls"], strict=True)
@@ -97,7 +103,8 @@ def test_tool_calls_match_what_the_tools_executed(stem: Path) -> None:
     for tool in tools:
         assert tool.step_id == f"{tool.span_id:016x}"
         assert not tool.truncated
-        if not tool.ok:
+        # The framework's own span says why a call failed (an MCP server's may not).
+        if not tool.ok and tool in executed:
             assert tool.error_message, tool
             message = tool.error_message
             # The OpenAI Agents SDK redacts the error under Logfire; BeeAI's ToolError says "Tool Error"

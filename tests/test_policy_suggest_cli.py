@@ -18,13 +18,27 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.policy.suggest import succeeded
 from otel_traj.sinks.store import connect, write_verdicts
 from otel_traj.trajectory import Trajectory
+from tests.real_frameworks import FRAMEWORKS
 from tests.suggest_traffic import percentile
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = sorted(str(p) for p in (ROOT / "tests" / "fixtures" / "real").glob("*/*.otlp.pb"))
 SUBJECT = ["--subject-attribute", "app.customer_id"]
-# 27 framework setups, 2 runs each; 24 runs of support_agent succeed (see the counts below).
 MIN_RUNS = ["--min-runs", "10"]
+
+
+def _successful(framework: str) -> int:
+    """Successful runs of a framework setup: the violating one; the clean one too when no tool span
+    shows its failed call."""
+    return 2 if FRAMEWORKS[framework].tool is None else 1
+
+
+# Two runs per framework setup. The runs of setups that name the agent are support_agent's; the
+# others' are named after their services, too few each to suggest rules for.
+NAMED = [f for f, r in FRAMEWORKS.items() if r.agent is not None and r.agent_named]
+AGENT_RUNS = 2 * len(NAMED)
+AGENT_OK = sum(_successful(f) for f in NAMED)
+UNNAMED = {f: _successful(f) for f in FRAMEWORKS if f not in NAMED}
 
 
 def _suggest(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -46,15 +60,8 @@ def test_suggest_check_grade_on_the_real_frameworks(
     code, out, err = _suggest(capsys, *REAL, *MIN_RUNS, *SUBJECT, "--out", str(policy))
     assert code == 0, err
     assert out == ""
-    assert "suggested rules for support_agent (24 of 46 runs succeeded)" in err
-    # Runs of agents without a name are named after their services; too few to suggest rules for.
-    unnamed = {
-        "llamaindex_openinference": 1,
-        "dspy_openinference": 1,
-        "haystack_native": 1,
-        "haystack_openinference": 2,  # no tool span: no call failed
-    }
-    for service, ok in unnamed.items():
+    assert f"suggested rules for support_agent ({AGENT_OK} of {AGENT_RUNS} runs succeeded)" in err
+    for service, ok in UNNAMED.items():
         assert f"agent support-agent-{service}: {ok} successful runs of 2, fewer than --min-runs 10" in err
 
     assert main(["policy", "check", str(policy)]) == 0
@@ -69,7 +76,7 @@ def test_suggest_check_grade_on_the_real_frameworks(
         for v in graded
         if v["final_answer"] and all(c["ok"] for c in v["tool_calls"] if c["kind"] == "tool")
     ]
-    assert len(ok_runs) == 24 + sum(unnamed.values())
+    assert len(ok_runs) == AGENT_OK + sum(UNNAMED.values())
     for verdict in ok_runs:
         budget = [c for c in verdict["checks"] if c["name"] == "budget"]
         assert not budget or budget[0]["status"] != "fail", budget
@@ -128,7 +135,11 @@ def test_the_same_input_gives_the_same_text(capsys: pytest.CaptureFixture[str]) 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([*REAL], "agent support_agent: 24 successful runs of 46, fewer than --min-runs 25: left out"),
+        (
+            [*REAL],
+            f"agent support_agent: {AGENT_OK} successful runs of {AGENT_RUNS}, fewer than --min-runs "
+            f"{AGENT_OK + 1}: left out",
+        ),
         (["--since", "yesterday", *REAL], "--since 'yesterday': expected a duration like 1h"),
         (["--subject-pattern", "C(", *REAL], "--subject-pattern 'C(': invalid regular expression"),
         (["--percentile", "100", *REAL], "percentile must be from 1 to 99 (got 100)"),
@@ -138,7 +149,7 @@ def test_the_same_input_gives_the_same_text(capsys: pytest.CaptureFixture[str]) 
 def test_refusals_exit_2_and_say_why(
     capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
-    extra = ["--min-runs", "25"] if args == REAL else []
+    extra = ["--min-runs", str(AGENT_OK + 1)] if args == REAL else []
     code, out, err = _suggest(capsys, *args, *extra)
     assert code == 2 and out == ""
     assert message in err

@@ -2,7 +2,8 @@
 
 Applications attach run metadata (the customer, the session) as span attributes. Besides the plain
 key (``app.customer_id``), Traceloop records it as an association property
-(``traceloop.association.properties.app.customer_id``), and pydantic-ai and OpenInference put the
+(``traceloop.association.properties.app.customer_id``), the Langfuse SDK as JSON-encoded trace
+metadata (``langfuse.trace.metadata.app.customer_id``), and pydantic-ai and OpenInference put the
 run's ``metadata`` as one JSON object on the agent span.
 """
 
@@ -14,6 +15,8 @@ from typing import Any
 from otel_traj.dialects._base import bounded_value, dumps, loads, valid_text
 
 TRACELOOP_PROPERTY = "traceloop.association.properties."
+# The Langfuse SDK's trace metadata (``propagate_attributes(metadata=...)``), each value as JSON.
+LANGFUSE_METADATA = "langfuse.trace.metadata."
 METADATA = "metadata"
 # Run metadata larger than this is not parsed for captured values.
 METADATA_LIMIT = 64 * 1024
@@ -25,7 +28,10 @@ def capture_sources(keys: Iterable[str]) -> dict[str, str]:
     """Every attribute key a captured value may be read from, mapped to the captured name, in the
     configured order (a trace's captured attributes keep one order in every process)."""
     keys = tuple(keys)
-    return {key: key for key in keys} | {TRACELOOP_PROPERTY + key: key for key in keys}
+    found = {key: key for key in keys}
+    for prefix in (TRACELOOP_PROPERTY, LANGFUSE_METADATA):
+        found |= {prefix + key: key for key in keys}
+    return found
 
 
 def captured_values(
@@ -34,10 +40,19 @@ def captured_values(
     """The captured attributes present, as valid text cut to ``max_chars``: a run keeps them until it
     is graded, whatever size the span had."""
     return [
-        (name, bounded_value(attributes[key], max_chars))
+        (name, bounded_value(_decoded(key, attributes[key]), max_chars))
         for key, name in sources.items()
         if key in attributes
     ]
+
+
+def _decoded(key: str, value: Any) -> Any:
+    """Langfuse's metadata values are JSON (``"\"C023\""``): the scalar they hold."""
+    if key.startswith(LANGFUSE_METADATA) and isinstance(value, str):
+        decoded = loads(value)
+        if isinstance(decoded, Scalar):
+            return decoded
+    return value
 
 
 def metadata_text(attributes: Mapping[str, Any], keys: Iterable[str], max_chars: int) -> str | None:

@@ -58,12 +58,17 @@ def generation_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) 
 
 
 def generation_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """A generation's input: messages, or the OpenAI drop-in's ``{"tools", "messages"}`` (whenever a
+    call passes tools), or text."""
     raw = json_string(attrs.get(INPUT))
     if raw is None:
         return None
     if isinstance(raw, str) and raw[:1] not in ("{", "["):
         return raw
-    return last_user_text(as_messages(raw), max_chars)
+    messages = as_messages(raw)
+    if len(messages) == 1 and isinstance(messages[0], Mapping) and "messages" in messages[0]:
+        messages = as_messages(messages[0]["messages"])
+    return last_user_text(messages, max_chars)
 
 
 def observation_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
