@@ -54,9 +54,13 @@ def _contains(outer: ToolCall | ModelCall | AgentRun, inner: ToolCall | ModelCal
 
 
 def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
-    """Drop tool spans nested in a tool span of the same name: one execution seen by two layers."""
+    """Drop tool spans nested in a tool span of the same name: one execution seen by two layers. A
+    span the tool's server recorded (an MCP server, another process) is one of the caller's calls of
+    its name, taken in order: its times are another clock's, so nesting cannot tell which."""
     kept: list[ToolCall] = []
     for call in calls:
+        if call.served:
+            continue
         outer = next(
             (
                 k
@@ -69,15 +73,30 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
         )
         if outer is None:
             kept.append(call)
-            continue
-        # Keep the outer span's identity and times; take what only the inner layer recorded.
-        if not outer.arguments_captured:
-            outer.arguments, outer.arguments_text = call.arguments, call.arguments_text
-        outer.result = outer.result if outer.result is not None else call.result
-        outer.call_id = outer.call_id or call.call_id
-        if not call.ok and outer.ok:
-            outer.ok, outer.error_type, outer.error_message = False, call.error_type, call.error_message
-    return kept
+        else:
+            _merge_tool(outer, call)
+    callers: dict[str, list[ToolCall]] = {}
+    for call in kept:
+        callers.setdefault(call.name, []).append(call)
+    served: list[ToolCall] = []
+    for call in calls:
+        if call.served:
+            caller = callers.get(call.name)
+            if caller:
+                _merge_tool(caller.pop(0), call)
+            else:
+                served.append(call)  # the server's record is all there is of this call
+    return kept + served
+
+
+def _merge_tool(outer: ToolCall, call: ToolCall) -> None:
+    """Keep the outer span's identity and times; take what only the inner layer recorded."""
+    if not outer.arguments_captured:
+        outer.arguments, outer.arguments_text = call.arguments, call.arguments_text
+    outer.result = outer.result if outer.result is not None else call.result
+    outer.call_id = outer.call_id or call.call_id
+    if not call.ok and outer.ok:
+        outer.ok, outer.error_type, outer.error_message = False, call.error_type, call.error_message
 
 
 def _merge_model(outer: ModelCall, inner: ModelCall) -> None:

@@ -66,6 +66,9 @@ class ToolCall:
     # A structured-output tool (``final_result``, ``final_answer``): the framework's way to return
     # the answer, not an action of the agent; kept out of tool checks and matching.
     output: bool = False
+    # Recorded by the server that ran the tool (an MCP server's ``tools/call`` span) in a process,
+    # maybe a host, of its own: its clock is not the caller's.
+    served: bool = False
 
     kind: StepKind = field(default="tool", init=False)
 

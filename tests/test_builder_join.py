@@ -211,3 +211,14 @@ def test_a_tool_the_framework_ends_its_loop_with_is_an_output_call() -> None:
     traj = build_trajectory(TraceContext(trace_id=1), steps)
     assert traj.tool_calls == [] and [c.name for c in traj.output_calls] == ["finish"]
     assert traj.final_answer == "Refunded."
+
+
+def test_a_call_only_its_server_recorded_is_kept() -> None:
+    # An MCP server's `tools/call` span, the caller untraced: the server's record is the call.
+    steps = [
+        model(1, 0, request("check_payment", '{"invoice_id": "INV-1002"}', "call_3")),
+        tool(2, "check_payment", 10, served=True, result='{"status": "paid"}'),
+        model(3, 20, text="done"),
+    ]
+    [call] = build_trajectory(TraceContext(trace_id=1), steps).tool_calls
+    assert (call.call_id, call.turn, call.result, call.observed) == ("call_3", 0, '{"status": "paid"}', True)

@@ -51,6 +51,7 @@ def tool_call(
     failed: bool = False,
     error_message: str | None = None,
     output: bool = False,
+    served: bool = False,
 ) -> ToolCall:
     """``arguments``: a dict (already structured) or raw text, which the trajectory builder parses.
     ``output``: the framework's way to end the run with its answer, not an action."""
@@ -82,6 +83,7 @@ def tool_call(
         step_id=span_hex(view.span_id),
         truncated=cut_arguments or cut_result,
         output=output,
+        served=served,
     )
 
 

@@ -27,7 +27,7 @@ from otel_traj.dialects._messages import Output
 from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
 from otel_traj.dialects._usage import Usage, agent_usage, usage, usage_from_json
 from otel_traj.dialects.sources import first_of
-from otel_traj.spanview import SpanView
+from otel_traj.spanview import KIND_SERVER, SpanView
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
 
 
@@ -55,6 +55,7 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
         failed=failed,
         error_message=message,
         output=view.name == dspy.FINISH_SPAN,
+        served=view.kind == KIND_SERVER and attrs.get(semconv.MCP_METHOD) == semconv.MCP_TOOL_CALL,
     )
 
 

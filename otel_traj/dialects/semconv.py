@@ -34,6 +34,9 @@ INPUT = "gen_ai.input.messages"
 OUTPUT = "gen_ai.output.messages"
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system")
+# MCP's conventions: the method of an MCP request, ``tools/call`` for a tool call.
+MCP_METHOD = "mcp.method.name"
+MCP_TOOL_CALL = "tools/call"
 # Strands records a tool's result as Bedrock content blocks ``[{"text": ...}]``: the text is the result.
 _STRANDS_TEXT_BLOCKS = '[{"text": '
 
