@@ -49,6 +49,10 @@ def attribute_conversation_id(attributes: Mapping[str, Any]) -> str | None:
     return _first(nonempty_str(attributes.get(k)) for k in CONVERSATION_KEYS)
 
 
+def _order(step: ToolCall | ModelCall | AgentRun) -> tuple[int, int, int]:
+    return step.start_ns, step.end_ns, step.span_id
+
+
 def _contains(outer: ToolCall | ModelCall | AgentRun, inner: ToolCall | ModelCall | AgentRun) -> bool:
     return outer.start_ns <= inner.start_ns and inner.end_ns <= outer.end_ns and outer is not inner
 
@@ -58,21 +62,26 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
     span the tool's server recorded (an MCP server, another process) is one of the caller's calls of
     its name, taken in order: its times are another clock's, so nesting cannot tell which."""
     kept: list[ToolCall] = []
+    # Per name, the kept calls not yet ended: calls come in start order, so one that ended before a
+    # call started encloses neither it nor any later one (the work stays linear in the run's size).
+    running: dict[str, list[ToolCall]] = {}
     for call in calls:
         if call.served:
             continue
+        same = running.setdefault(call.name, [])
+        same[:] = [k for k in same if k.end_ns >= call.start_ns]
         outer = next(
             (
                 k
-                for k in kept
-                if k.name == call.name
-                and _contains(k, call)
+                for k in same
+                if _contains(k, call)
                 and (k.call_id is None or call.call_id is None or k.call_id == call.call_id)
             ),
             None,
         )
         if outer is None:
             kept.append(call)
+            same.append(call)
         else:
             _merge_tool(outer, call)
     callers: dict[str, list[ToolCall]] = {}
@@ -86,7 +95,7 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
                 _merge_tool(caller.pop(0), call)
             else:
                 served.append(call)  # the server's record is all there is of this call
-    return kept + served
+    return sorted(kept + served, key=_order) if served else kept
 
 
 def _merge_tool(outer: ToolCall, call: ToolCall) -> None:
@@ -118,10 +127,13 @@ def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
     """Nested LLM spans of one model call (e.g. ``call_llm`` ⊃ ``generate_content`` ⊃ ``chat``) count
     once. Calls are sorted by start, so an enclosing call always comes first."""
     kept: list[ModelCall] = []
+    running: list[ModelCall] = []  # kept calls not yet ended (see ``_dedupe_tools``)
     for call in calls:
-        outer = next((k for k in reversed(kept) if _contains(k, call)), None)
+        running[:] = [k for k in running if k.end_ns >= call.start_ns]
+        outer = next((k for k in reversed(running) if _contains(k, call)), None)
         if outer is None:
             kept.append(call)
+            running.append(call)
         else:
             _merge_model(outer, call)
     return kept
@@ -135,9 +147,13 @@ def _start_uncertainty(start_ns: int) -> int:
 
 
 def _mark_parallel(calls: list[ToolCall]) -> None:
-    for i, call in enumerate(calls):
+    """Mark the calls that overlap another (``calls`` in start order)."""
+    running: list[ToolCall] = []  # earlier calls not yet ended: only they can overlap this or later ones
+    for call in calls:
         latest_start = call.start_ns + _start_uncertainty(call.start_ns)
-        for prev in calls[:i]:
+        running[:] = [prev for prev in running if prev.end_ns > call.start_ns]
+        running.append(call)
+        for prev in running[:-1]:
             # Overlapping calls run side by side unless one is nested in the other (one execution seen
             # by two layers); siblings may overlap entirely. Their parents may also differ: LangGraph
             # wraps every call of one step in its own ``tools`` chain span.
@@ -356,17 +372,16 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
             models.append(step)
         else:
             agents.append(step)
-    order = lambda s: (s.start_ns, s.end_ns, s.span_id)  # noqa: E731
-    tools.sort(key=order)
-    models.sort(key=order)
-    agents.sort(key=order)
+    tools.sort(key=_order)
+    models.sort(key=_order)
+    agents.sort(key=_order)
 
     tools = _dedupe_tools(tools)
     models = _calls_on_record(_dedupe_models(models))
     _mark_parallel(tools)
     for call in tools:
         normalize_arguments(call)
-    tools = sorted(tools + join_requests(models, tools), key=order)
+    tools = sorted(tools + join_requests(models, tools), key=_order)
     _results_from_requests(models, tools)
     for call in tools:
         if not call.step_id:

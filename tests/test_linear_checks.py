@@ -1,4 +1,5 @@
-"""``confirmation``, ``relations`` and ``efficiency`` stay linear in the size of a trajectory.
+"""``confirmation``, ``relations`` and ``efficiency``, and building a trajectory, stay linear in the
+size of a trajectory.
 
 Work is counted, not timed (see ``test_hostile_checks.py``): the searches of a user message, the
 comparisons with an approval call, the JMESPath evaluations and the text comparisons must grow with
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from otel_traj import builder
 from otel_traj.checks import check_confirmation, confirmation
 from otel_traj.checks import efficiency as efficiency_check
 from otel_traj.checks import relations as relations_check
@@ -19,6 +21,7 @@ from otel_traj.checks.base import contains_token
 from otel_traj.policy import Tools
 from otel_traj.policy.models import ToolContract
 from otel_traj.policy.rules import Confirmation, Efficiency, Relation
+from otel_traj.records import TraceContext
 from otel_traj.steps import ModelCall, ToolCall
 from otel_traj.trajectory import Trajectory
 
@@ -218,3 +221,36 @@ def test_efficiency_compares_each_argument_with_a_bounded_number_of_results(
         counts[steps] = comparisons
     # One-word values are looked up; a longer one is searched only where its rarest word is.
     _linear(counts, 1)
+
+
+@pytest.mark.parametrize("same_name", [True, False])
+def test_building_a_trajectory_compares_each_step_with_the_steps_still_running(
+    monkeypatch: pytest.MonkeyPatch, same_name: bool
+) -> None:
+    # De-duplicating layers, marking parallel calls and nesting model calls compare a step with the
+    # steps not yet ended when it starts, not with every step before it.
+    compared = {"n": 0}
+    contains = builder._contains
+
+    def counted(outer: Any, inner: Any) -> bool:
+        compared["n"] += 1
+        return contains(outer, inner)
+
+    monkeypatch.setattr(builder, "_contains", counted)
+    counts: dict[int, int] = {}
+    for steps in SIZES:
+        compared["n"] = 0
+        calls = [
+            ToolCall(
+                name="lookup" if same_name else f"lookup{k}",
+                span_id=k + 1,
+                start_ns=k * 10,
+                end_ns=k * 10 + 5,
+            )
+            for k in range(steps)
+        ]
+        models = [ModelCall(span_id=10_000 + k, start_ns=k * 10, end_ns=k * 10 + 5) for k in range(steps)]
+        trajectory = builder.build_trajectory(TraceContext(trace_id=1), [*calls, *models])
+        assert len(trajectory.tool_calls) == steps
+        counts[steps] = compared["n"]
+    _linear(counts, per_step=4)
