@@ -407,7 +407,7 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     errors += [f"model {m.model or '?'}: {m.error_type or 'error'}" for m in models if not m.ok]
     return Trajectory(
         trace_id=context.trace_id,
-        agent=_first(a.agent_name for a in agents),
+        agent=_first(a.agent_name for a in agents if not a.workflow) or _first(a.agent_name for a in agents),
         service_name=context.service_name,
         service_version=context.service_version,
         conversation_id=conversation,

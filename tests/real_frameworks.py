@@ -151,6 +151,17 @@ FRAMEWORKS: dict[str, Recorded] = {
     # OpenLIT (`openlit.init`) on the OpenAI Agents SDK: its tool spans carry no call id (the ids are
     # on the `chat` spans' requested calls).
     "openai_agents_openlit": Recorded(span_call_ids=False),
+    # OpenTelemetry's contrib instrumentation (`opentelemetry-instrumentation-openai-agents-v2`): tool
+    # spans carry no call id, a response with calls is the SDK message printed as a dict in one text
+    # part, and the conversation id is not recorded.
+    "openai_agents_otel": Recorded(span_call_ids=False, conversation=None),
+    # OpenLLMetry's Agents SDK trace processor and its OpenAI client instrumentation (the processor
+    # records neither the response nor the usage of Chat Completions): tool spans carry no call id,
+    # the root `Agent Workflow` span's name is a constant, and no conversation id is recorded
+    # (association properties need traceloop-sdk).
+    "openai_agents_traceloop": Recorded(
+        tool="traceloop", agent="traceloop", span_call_ids=False, conversation=None
+    ),
     "openai_v2": Recorded(),
     "pydantic_ai": Recorded(agent="pydantic_ai"),
     # pydantic-ai with its tools on an MCP server over stdio (MCPToolset → FastMCP client → the MCP

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from otel_traj.dialects import dspy
-from otel_traj.dialects.printed import tool_message
+from otel_traj.dialects.printed import chat_message, tool_message
 
 MAX = 4096
 
@@ -64,3 +64,22 @@ def test_the_answer_and_the_users_message_are_their_sections() -> None:
     assert dspy.user_message(REQUEST) == "Refund INV-1002, please."
     for text in ("plain text", "[[ ## ]] not a section"):
         assert dspy.answer(text) == text and dspy.user_message(text) == text
+
+
+def test_a_chat_message_printed_as_a_dict_gives_its_calls() -> None:
+    printed = (
+        "{'content': None, 'refusal': None, 'role': 'assistant', 'tool_calls': [{'id': 'call_1', "
+        "'function': {'arguments': '{\"customer_id\": \"C023\"}', 'name': 'get_subscription'}, "
+        "'type': 'function'}]}"
+    )
+    found = chat_message(printed, MAX)
+    assert found is not None
+    content, [call] = found
+    assert (content, call.name, call.call_id, call.arguments_text) == (
+        None,
+        "get_subscription",
+        "call_1",
+        '{"customer_id": "C023"}',
+    )
+    for text in ("{'content': 'hi'}", "no dict", "{'tool_calls': 'x'}", printed[: MAX // 100]):
+        assert chat_message(text, MAX) is None

@@ -232,6 +232,7 @@ def agent_run(
     input_text: Any = None,
     output_text: Any = None,
     usage: Usage | None = None,
+    workflow: bool = False,
 ) -> AgentRun:
     ok, error_type, _ = span_error(view, attrs)
     return AgentRun(
@@ -248,6 +249,7 @@ def agent_run(
         ok=ok,
         error_type=clip_text(error_type, max_chars),
         dialect=dialect,
+        workflow=workflow,
     )
 
 

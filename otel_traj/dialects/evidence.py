@@ -107,7 +107,11 @@ def _usage(attrs: Mapping[str, Any]) -> Usage:
 def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ModelCall:
     text, requested, reasons = _output(view, attrs, max_chars)
     if not requested and isinstance(text, str):
-        requested = dspy.requested_tools(text)
+        printed_message = printed.chat_message(text, max_chars)
+        if printed_message is not None:
+            text, requested = printed_message
+        else:
+            requested = dspy.requested_tools(text)
     input_text = first_of(fields.MODEL_INPUT, view, attrs, max_chars)
     if isinstance(input_text, str):
         input_text = dspy.user_message(input_text)
@@ -138,4 +142,6 @@ def agent_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         input_text=first_of(fields.AGENT_INPUT, view, attrs, max_chars),
         output_text=first_of(fields.AGENT_OUTPUT, view, attrs, max_chars),
         usage=agent_usage(attrs),
+        workflow=attrs.get(traceloop.KIND) == "workflow"
+        or attrs.get("gen_ai.operation.name") == "invoke_workflow",
     )

@@ -1,6 +1,8 @@
 """Values an instrumentation wrote with Python's ``str()`` instead of JSON, read without evaluating
-code: a dict literal (LangChain's ``input_str``), and a LangChain ToolMessage (OpenLIT's tool
-results: ``content='…' name='…' tool_call_id='…'``).
+code: a dict literal (LangChain's ``input_str``), a LangChain ToolMessage (OpenLIT's tool results:
+``content='…' name='…' tool_call_id='…'``), and an OpenAI chat message as a dict (the OpenAI Agents
+instrumentation of OpenTelemetry's contrib writes a response with calls as one text part,
+``{'content': None, …, 'tool_calls': [{'id', 'function': {'name', 'arguments'}}]}``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ import ast
 import io
 import tokenize
 from typing import Any
+
+from otel_traj.dialects._messages import openai_tool_call
+from otel_traj.steps import RequestedTool
 
 _LITERAL_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
 # One of the fields pydantic prints after a ToolMessage's content (``key=repr(value)``, space-separated).
@@ -25,6 +30,16 @@ def python_literal(text: Any, max_chars: int) -> Any:
     except _LITERAL_ERRORS:
         return text
     return value if isinstance(value, dict) else text
+
+
+def chat_message(text: str, max_chars: int) -> tuple[str | None, tuple[RequestedTool, ...]] | None:
+    """``(content, requested calls)`` of an OpenAI chat message printed as a dict; None for other text."""
+    message = python_literal(text, max_chars) if "'tool_calls'" in text else None
+    if not isinstance(message, dict) or not isinstance(calls := message.get("tool_calls"), list):
+        return None
+    content = message.get("content")
+    requested = tuple(call for c in calls if (call := openai_tool_call(c, max_chars)) is not None)
+    return (content if isinstance(content, str) else None), requested
 
 
 def _string_at(text: str, start: int) -> tuple[str, int] | None:
