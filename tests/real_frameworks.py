@@ -52,6 +52,8 @@ class Recorded:
     # Tool spans per call: tools on an MCP server are also recorded by the MCP client's and the
     # server's `tools/call <name>` spans, nested in the framework's own.
     layers: int = 1
+    # The key under which the framework wraps a result that is not an object (Google ADK: `result`).
+    result_key: str | None = None
     # The model answers in DSPy ChatAdapter sections: the requested call and the answer are text.
     adapter_sections: bool = False
     # Agent spans a framework writes for something else than the agent (OpenLIT: LangGraph's nodes).
@@ -97,7 +99,7 @@ FRAMEWORKS: dict[str, Recorded] = {
         adapter_sections=True,
         model_name="openai/gpt-4o-mini",
     ),
-    "google_adk": Recorded(model_name="openai/gpt-4o-mini"),
+    "google_adk": Recorded(model_name="openai/gpt-4o-mini", result_key="result"),
     # Haystack's own tracer (`opentelemetry-haystack`, content tracing on): `haystack.agent.*` spans,
     # the content as JSON attributes; the agent has no name and no conversation id is recorded.
     "haystack_native": Recorded(
@@ -121,7 +123,11 @@ FRAMEWORKS: dict[str, Recorded] = {
         conversation="trace",
     ),
     "google_adk_openinference": Recorded(
-        tool="openinference", model="openinference", agent="openinference", model_name="openai/gpt-4o-mini"
+        tool="openinference",
+        model="openinference",
+        agent="openinference",
+        model_name="openai/gpt-4o-mini",
+        result_key="result",
     ),
     "langgraph_openinference": Recorded(
         tool="openinference", model="openinference", agent="openinference", bare_single_arguments=True
@@ -131,6 +137,10 @@ FRAMEWORKS: dict[str, Recorded] = {
     # The Langfuse Python SDK's own spans (`@observe`, the `langfuse.openai` drop-in): tool spans
     # carry no call id (the ids are only in the generations' messages).
     "langfuse_sdk": Recorded(tool="langfuse", model="langfuse", agent="langfuse", span_call_ids=False),
+    # Langfuse's LangChain integration (`langfuse.langchain.CallbackHandler`) on the LangGraph agent:
+    # Langfuse observations; a tool's output is the ToolMessage's fields as JSON, its call id in the
+    # span's `langfuse.observation.metadata.tool_call_id`.
+    "langgraph_langfuse": Recorded(tool="langfuse", model="langfuse", agent="langfuse"),
     "langgraph_openlit": Recorded(node_agents=("model",), agent_usage_is_total=False),
     "langgraph_traceloop": Recorded(tool="traceloop", agent="traceloop"),
     "llamaindex_openinference": Recorded(
@@ -169,6 +179,10 @@ FRAMEWORKS: dict[str, Recorded] = {
     # the server's `tools/call <name>` SERVER span, both `gen_ai.operation.name=execute_tool`.
     "pydantic_ai_mcp": Recorded(agent="pydantic_ai", layers=3),
     "pydantic_ai_v1": Recorded(tool="pydantic_ai", agent="pydantic_ai"),
+    # pydantic-ai 2.x with openinference-instrumentation-pydantic-ai's `OpenInferenceSpanProcessor`:
+    # OpenInference attributes beside pydantic-ai's GenAI ones on the same spans (the span kind decides
+    # the dialect); nothing is left out.
+    "pydantic_ai_openinference": Recorded(tool="openinference", model="openinference", agent="openinference"),
     "semantic_kernel": Recorded(tool_prefix="support-", responses=False, requests=False, conversation=None),
     "smolagents_openinference": Recorded(
         tool="openinference",

@@ -7,6 +7,7 @@ except where ``real_frameworks`` declares that a framework does not record somet
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,30 @@ def test_every_framework_has_fixtures() -> None:
     assert {s for _, s in CASES} == {"clean", "violating"}
 
 
+def _returned(name: str, arguments: dict[str, Any]) -> Any:
+    """What the scenario's tool returns for these arguments (tests/fixtures/real/scenario.py)."""
+    if name == "get_subscription":
+        return {"customer_id": arguments["customer_id"], "plan": "pro", "status": "active"}
+    if name == "list_invoices":
+        if arguments["customer_id"] == "C023":
+            return [
+                {"invoice_id": "INV-1001", "amount_yuan": 199.0, "status": "paid"},
+                {"invoice_id": "INV-1002", "amount_yuan": 199.0, "status": "paid"},
+            ]
+        return [{"invoice_id": "INV-2001", "amount_yuan": 99.0, "status": "paid"}]
+    assert name == "create_refund_request", name
+    return {"refund_id": "RF-5001", "status": "submitted"}
+
+
+def _value(text: str) -> Any:
+    for parse in (json.loads, ast.literal_eval):
+        try:
+            return parse(text)
+        except (ValueError, SyntaxError):
+            continue
+    return text
+
+
 @pytest.mark.parametrize(("framework", "scenario"), CASES)
 def test_tool_sequence_arguments_and_outcomes(framework: str, scenario: str) -> None:
     fact = facts(framework, scenario)
@@ -83,6 +108,16 @@ def test_tool_sequence_arguments_and_outcomes(framework: str, scenario: str) -> 
         return
     assert all(c.observed for c in calls)
     assert [c.ok for c in calls] == [e["ok"] for e in expected]
+    # Each result is what the tool returned, unwrapped (JSON, or the Python repr some frameworks send).
+    for call, exp in zip(calls, expected, strict=True):
+        if exp["ok"] and call.result is not None:
+            returned = _returned(exp["name"], exp["arguments"])
+            wrapped = (
+                {recorded.result_key: returned}
+                if recorded.result_key and isinstance(returned, list)
+                else None
+            )
+            assert _value(call.result) in (returned, wrapped), call.name
     sources = {c.arguments_source for c in calls}
     assert sources == {"request"} if not recorded.span_arguments else "execution" in sources
 

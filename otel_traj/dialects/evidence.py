@@ -22,7 +22,7 @@ from otel_traj.dialects import (
     semconv,
     traceloop,
 )
-from otel_traj.dialects._base import as_str
+from otel_traj.dialects._base import as_str, parse_json
 from otel_traj.dialects._messages import Output
 from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
 from otel_traj.dialects._usage import Usage, agent_usage, usage, usage_from_json
@@ -67,7 +67,21 @@ def _result(raw: Any, attrs: Mapping[str, Any], max_chars: int) -> tuple[Any, An
     result, call_id = openinference.tool_message(semconv.strands_result(raw, attrs), max_chars)
     if call_id is None:
         result, call_id = traceloop.tool_output(result)
-    return result, call_id
+    if call_id is None:
+        result, call_id = _message_dict(result, max_chars)
+    return openinference.tool_output(result, max_chars), call_id
+
+
+def _message_dict(output: Any, max_chars: int) -> tuple[Any, Any]:
+    """``(content, tool_call_id)`` of a tool message as a plain JSON object (a LangChain ToolMessage's
+    fields, as Langfuse's LangChain integration records it; or OpenAI's ``role: tool``)."""
+    if not isinstance(output, str) or '"tool_call_id"' not in output or len(output) > max_chars:
+        return output, None
+    message = parse_json(output)
+    if not isinstance(message, dict) or "tool" not in (message.get("type"), message.get("role")):
+        return output, None
+    content = message.get("content")
+    return (content if content is not None else output), message.get("tool_call_id")
 
 
 def _dialect_failure(attrs: Mapping[str, Any], max_chars: int) -> tuple[bool, str | None]:

@@ -76,6 +76,11 @@ TOOL_CALL_ID: tuple[Source, ...] = (
     attribute("tool_call.id", note="OpenInference"),
     attribute("ai.toolCall.id", note="Vercel AI SDK"),
     attribute("tool.id", note="OpenInference"),
+    attribute(
+        "langfuse.observation.metadata.tool_call_id",
+        langfuse.json_string,
+        note="Langfuse's LangChain integration",
+    ),
 )
 TOOL_ARGUMENTS: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.arguments"),
