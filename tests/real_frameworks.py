@@ -46,6 +46,9 @@ class Recorded:
     call_ids: bool = True
     # The agent span names the agent (Haystack's `haystack.agent.run` does not).
     agent_named: bool = True
+    # The name the instrumentation gives the agent instead of its own (OpenLLMetry's LlamaIndex root
+    # span names the workflow's class).
+    agent_alias: str | None = None
     # The results are recorded somewhere: on tool spans or in the next request (Haystack under
     # OpenInference records neither).
     results: bool = True
@@ -143,6 +146,12 @@ FRAMEWORKS: dict[str, Recorded] = {
     "langgraph_langfuse": Recorded(tool="langfuse", model="langfuse", agent="langfuse"),
     "langgraph_openlit": Recorded(node_agents=("model",), agent_usage_is_total=False),
     "langgraph_traceloop": Recorded(tool="traceloop", agent="traceloop"),
+    # OpenLLMetry's LlamaIndex instrumentation with its OpenAI client instrumentation (it opens no span
+    # for the `OpenAI` LLM): a tool call is a workflow `task` span with `tool.name` (call id, result and
+    # `is_error` in its output), the root span names the workflow's class, no conversation id.
+    "llamaindex_traceloop": Recorded(
+        tool="traceloop", agent="traceloop", agent_alias="FunctionAgent.workflow", conversation=None
+    ),
     "llamaindex_openinference": Recorded(
         tool="openinference", model="openinference", agent=None, span_call_ids=False, conversation="trace"
     ),

@@ -194,9 +194,10 @@ def test_agent_run_and_dialects(stem: Path) -> None:
         named = [a.agent_name for a in agents if a.agent_name and not a.workflow] or [
             a.agent_name for a in agents if a.agent_name
         ]
-        assert named[:1] == ([facts["agent_name"]] if recorded.agent_named else [])
+        agent = recorded.agent_alias or facts["agent_name"]
+        assert named[:1] == ([agent] if recorded.agent_named else [])
         names = {a.agent_name for a in agents if not a.workflow}  # a workflow names the pipeline
-        assert names <= {facts["agent_name"], None, recorded.output_tool, *recorded.node_agents}
+        assert names <= {agent, None, recorded.output_tool, *recorded.node_agents}
         assert names >= set(recorded.node_agents)
         assert {s.dialect for s in agents} >= {recorded.agent}
     conversations = {a.conversation_id for a in agents} - {None}

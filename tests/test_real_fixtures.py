@@ -156,7 +156,8 @@ def test_turns_tokens_answer_agent_conversation(framework: str, scenario: str) -
         fact["usage"]["output_tokens"],
     )
     assert t.final_answer == fact["final_answer"]
-    assert t.agent == (fact["agent_name"] if recorded.agent is not None and recorded.agent_named else None)
+    named = fact["agent_name"] if recorded.agent is not None and recorded.agent_named else None
+    assert t.agent == (recorded.agent_alias or named)
     assert t.user_input is not None
     assert (t.user_input == USER_MESSAGE) == recorded.input_verbatim
     assert USER_MESSAGE in t.user_input

@@ -18,6 +18,7 @@ from otel_traj.dialects import (
     adk,
     haystack,
     langfuse,
+    llamaindex,
     logfire,
     openinference,
     pydantic_ai,
@@ -128,6 +129,13 @@ def _classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
         value = attrs.get(marker)
         if value is not None:
             found = kinds.get(value) if isinstance(value, str) else None
+            if (
+                found is None
+                and value == "task"
+                and marker == traceloop.KIND
+                and llamaindex.TOOL_NAME in attrs
+            ):
+                found = "tool"  # a LlamaIndex workflow step that calls a tool (OpenLLMetry)
             return (found, dialect) if found is not None else None
     operation = attrs.get("gen_ai.operation.name")
     if adk.TOOL_ARGS in attrs or adk.LLM_REQUEST in attrs:

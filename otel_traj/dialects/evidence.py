@@ -16,6 +16,7 @@ from otel_traj.dialects import (
     fields,
     haystack,
     langfuse,
+    llamaindex,
     logfire,
     openinference,
     printed,
@@ -69,6 +70,8 @@ def _result(raw: Any, attrs: Mapping[str, Any], max_chars: int) -> tuple[Any, An
         result, call_id = traceloop.tool_output(result)
     if call_id is None:
         result, call_id = _message_dict(result, max_chars)
+    if call_id is None:
+        result, call_id = llamaindex.call_result(result)
     return openinference.tool_output(result, max_chars), call_id
 
 
@@ -86,13 +89,16 @@ def _message_dict(output: Any, max_chars: int) -> tuple[Any, Any]:
 
 def _dialect_failure(attrs: Mapping[str, Any], max_chars: int) -> tuple[bool, str | None]:
     """A failure a dialect records in its own attributes besides the span status (Langfuse's level,
-    Logfire's ``error``, Haystack's ``haystack.tool.error``), with its message."""
+    Logfire's ``error``, Haystack's ``haystack.tool.error``, LlamaIndex's ``is_error`` under
+    OpenLLMetry), with its message."""
     if langfuse.TYPE in attrs:
         return langfuse.failed(attrs), as_str(attrs.get("langfuse.observation.status_message"))
     if logfire.TEMPLATE in attrs:
         return logfire.failed(attrs), logfire.error_message(attrs)
     if haystack.TOOL_ERROR in attrs:
         return haystack.failed(attrs), haystack.error_message(attrs, max_chars)
+    if llamaindex.TOOL_NAME in attrs and traceloop.ENTITY_OUTPUT in attrs:
+        return llamaindex.failure(attrs[traceloop.ENTITY_OUTPUT])
     return False, None
 
 

@@ -18,6 +18,7 @@ from otel_traj.dialects import (
     dspy,
     haystack,
     langfuse,
+    llamaindex,
     logfire,
     mastra,
     openinference,
@@ -94,6 +95,7 @@ TOOL_ARGUMENTS: tuple[Source, ...] = (
     attribute("input", when=logfire.is_tool, note="Logfire"),
     attribute("tool.parameters", openinference.parameters_arguments, note="OpenInference, when not a schema"),
     attribute(haystack.TOOL_INPUT, note="Haystack"),
+    attribute(llamaindex.TOOL_ARGUMENTS, note="LlamaIndex under OpenLLMetry"),
     event_attribute("gen_ai.tool.message", "content"),
 )
 TOOL_RESULT: tuple[Source, ...] = (
