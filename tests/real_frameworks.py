@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -65,24 +66,23 @@ class Recorded:
     agent_usage_is_total: bool = True
 
 
+def speaking(dialect: str, **flags: Any) -> Recorded:
+    """A framework whose tool, model and agent spans all speak ``dialect``."""
+    return Recorded(tool=dialect, model=dialect, agent=dialect, **flags)
+
+
 FRAMEWORKS: dict[str, Recorded] = {
     "agent_framework": Recorded(),
-    "agno_openinference": Recorded(
-        tool="openinference", model="openinference", agent="openinference", span_call_ids=False
-    ),
+    "agno_openinference": speaking("openinference", span_call_ids=False),
     "autogen_agentchat": Recorded(span_arguments=False, span_results=False, conversation=None),
-    "beeai_openinference": Recorded(
-        tool="openinference",
-        model="openinference",
-        agent="openinference",
+    "beeai_openinference": speaking(
+        "openinference",
         span_call_ids=False,
         output_tool="final_answer",
         merged_parallel_request=True,
     ),
-    "crewai_openinference": Recorded(
-        tool="openinference",
-        model="openinference",
-        agent="openinference",
+    "crewai_openinference": speaking(
+        "openinference",
         span_call_ids=False,
         input_verbatim=False,
     ),
@@ -105,10 +105,8 @@ FRAMEWORKS: dict[str, Recorded] = {
     "google_adk": Recorded(model_name="openai/gpt-4o-mini", result_key="result"),
     # Haystack's own tracer (`opentelemetry-haystack`, content tracing on): `haystack.agent.*` spans,
     # the content as JSON attributes; the agent has no name and no conversation id is recorded.
-    "haystack_native": Recorded(
-        tool="haystack",
-        model="haystack",
-        agent="haystack",
+    "haystack_native": speaking(
+        "haystack",
         agent_named=False,
         span_call_ids=False,
         conversation=None,
@@ -125,25 +123,21 @@ FRAMEWORKS: dict[str, Recorded] = {
         results=False,
         conversation="trace",
     ),
-    "google_adk_openinference": Recorded(
-        tool="openinference",
-        model="openinference",
-        agent="openinference",
+    "google_adk_openinference": speaking(
+        "openinference",
         model_name="openai/gpt-4o-mini",
         result_key="result",
     ),
-    "langgraph_openinference": Recorded(
-        tool="openinference", model="openinference", agent="openinference", bare_single_arguments=True
-    ),
+    "langgraph_openinference": speaking("openinference", bare_single_arguments=True),
     # OpenLIT (`openlit.init`): LangGraph's model node is an `invoke_agent model` span too, and the
     # root `invoke_workflow` span repeats the usage of the last model call, not the run's total.
     # The Langfuse Python SDK's own spans (`@observe`, the `langfuse.openai` drop-in): tool spans
     # carry no call id (the ids are only in the generations' messages).
-    "langfuse_sdk": Recorded(tool="langfuse", model="langfuse", agent="langfuse", span_call_ids=False),
+    "langfuse_sdk": speaking("langfuse", span_call_ids=False),
     # Langfuse's LangChain integration (`langfuse.langchain.CallbackHandler`) on the LangGraph agent:
     # Langfuse observations; a tool's output is the ToolMessage's fields as JSON, its call id in the
     # span's `langfuse.observation.metadata.tool_call_id`.
-    "langgraph_langfuse": Recorded(tool="langfuse", model="langfuse", agent="langfuse"),
+    "langgraph_langfuse": speaking("langfuse"),
     "langgraph_openlit": Recorded(node_agents=("model",), agent_usage_is_total=False),
     "langgraph_traceloop": Recorded(tool="traceloop", agent="traceloop"),
     # OpenLLMetry's LlamaIndex instrumentation with its OpenAI client instrumentation (it opens no span
@@ -155,18 +149,14 @@ FRAMEWORKS: dict[str, Recorded] = {
     "llamaindex_openinference": Recorded(
         tool="openinference", model="openinference", agent=None, span_call_ids=False, conversation="trace"
     ),
-    "logfire_openai_agents": Recorded(
-        tool="logfire", model="logfire", agent="logfire", span_call_ids=False, conversation="trace"
-    ),
+    "logfire_openai_agents": speaking("logfire", span_call_ids=False, conversation="trace"),
     "logfire_pydantic_ai": Recorded(agent="pydantic_ai"),
     # Mastra (JavaScript, `@mastra/otel-exporter`): its `chat` spans record the response text and
     # usage but neither the input messages nor the requested calls (those are only in Mastra's own
     # `mastra.model_step.*` attributes of the `agent_step` spans); the conversation id only as
     # tracing metadata (`mastra.metadata.sessionId`, on every span).
     "mastra": Recorded(requests=False, requested_calls=False),
-    "openai_agents": Recorded(
-        tool="openinference", model="openinference", agent="openinference", span_call_ids=False
-    ),
+    "openai_agents": speaking("openinference", span_call_ids=False),
     # OpenLIT (`openlit.init`) on the OpenAI Agents SDK: its tool spans carry no call id (the ids are
     # on the `chat` spans' requested calls).
     "openai_agents_openlit": Recorded(span_call_ids=False),
@@ -191,12 +181,10 @@ FRAMEWORKS: dict[str, Recorded] = {
     # pydantic-ai 2.x with openinference-instrumentation-pydantic-ai's `OpenInferenceSpanProcessor`:
     # OpenInference attributes beside pydantic-ai's GenAI ones on the same spans (the span kind decides
     # the dialect); nothing is left out.
-    "pydantic_ai_openinference": Recorded(tool="openinference", model="openinference", agent="openinference"),
+    "pydantic_ai_openinference": speaking("openinference"),
     "semantic_kernel": Recorded(tool_prefix="support-", responses=False, requests=False, conversation=None),
-    "smolagents_openinference": Recorded(
-        tool="openinference",
-        model="openinference",
-        agent="openinference",
+    "smolagents_openinference": speaking(
+        "openinference",
         span_call_ids=False,
         output_tool="final_answer",
     ),
@@ -204,7 +192,7 @@ FRAMEWORKS: dict[str, Recorded] = {
     "strands_latest": Recorded(),
     # Vercel AI SDK (JavaScript): the agent's name only as the telemetry functionId, the conversation
     # id only as telemetry metadata (`ai.telemetry.metadata.sessionId`); nothing else is left out.
-    "vercel_ai": Recorded(tool="vercel", model="vercel", agent="vercel"),
+    "vercel_ai": speaking("vercel"),
 }
 
 # The scenario's tools, as the example policy and golden cases name them.
