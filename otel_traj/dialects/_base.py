@@ -15,6 +15,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from otel_traj.spanview import STATUS_ERROR, SpanView
@@ -54,6 +55,12 @@ def loads(value: Any, limit: int = PARSE_LIMIT) -> Any:
     if not isinstance(value, str) or len(value) > limit:
         return None
     return parse_json(value)
+
+
+@lru_cache(maxsize=8)
+def loads_once(text: str) -> Any:
+    """``loads`` of an attribute that several fields of one span are read from: parsed once."""
+    return loads(text)
 
 
 def parse_json(text: str) -> Any:

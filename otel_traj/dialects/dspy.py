@@ -35,6 +35,8 @@ def tool_name(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str |
 def sections(text: str) -> dict[str, str]:
     """The sections of a ChatAdapter text by field name, up to ``completed``; empty for other text."""
     found: dict[str, str] = {}
+    if "[[ ## " not in text:
+        return found
     marks = list(_SECTION.finditer(text))
     for mark, following in zip(marks, [*marks[1:], None], strict=False):
         if mark.group(1) == "completed":
@@ -55,13 +57,13 @@ def requested_tools(text: str) -> tuple[RequestedTool, ...]:
 def user_message(text: str) -> str:
     """The first input field of a ChatAdapter request (the signature's first input, the question);
     any other text unchanged."""
-    fields = sections(text) if "[[ ## " in text else {}
+    fields = sections(text)
     return next(iter(fields.values())) if fields else text
 
 
 def answer(text: str) -> str:
     """The answer a ChatAdapter response gives; any other text unchanged."""
-    fields = sections(text) if "[[ ## " in text else {}
+    fields = sections(text)
     if not fields:
         return text
     return fields.get("answer", list(fields.values())[-1])

@@ -72,7 +72,7 @@ def _result(raw: Any, attrs: Mapping[str, Any], max_chars: int) -> tuple[Any, An
         result, call_id = _message_dict(result, max_chars)
     if call_id is None:
         result, call_id = llamaindex.call_result(result)
-    return openinference.tool_output(result, max_chars), call_id
+    return llamaindex.tool_output(result, max_chars), call_id
 
 
 def _message_dict(output: Any, max_chars: int) -> tuple[Any, Any]:

@@ -9,10 +9,9 @@ usage in each reply's ``meta``, a failed call as ``haystack.tool.error`` with ``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
-from otel_traj.dialects._base import PARSE_LIMIT, as_str, clip_text, parse_json
+from otel_traj.dialects._base import as_str, clip_text, loads_once
 from otel_traj.dialects._messages import Output, assistant_output, last_assistant_text, last_user_text
 from otel_traj.dialects._results import ToolResults, results_of
 from otel_traj.dialects._usage import Usage, usage_from_json
@@ -48,15 +47,9 @@ def kind(name: Any, attrs: Mapping[str, Any]) -> StepKind | None:
     return _KINDS.get(name) if isinstance(name, str) else None
 
 
-@lru_cache(maxsize=8)
-def _parsed(text: str) -> Any:
-    """One JSON attribute, parsed once for the several fields read from it."""
-    return parse_json(text) if len(text) <= PARSE_LIMIT else None
-
-
 def _field(attrs: Mapping[str, Any], key: str, field: str) -> Any:
     value = attrs.get(key)
-    data = _parsed(value) if isinstance(value, str) and value[:1] == "{" else None
+    data = loads_once(value) if isinstance(value, str) and value[:1] == "{" else None
     return data.get(field) if isinstance(data, Mapping) else None
 
 

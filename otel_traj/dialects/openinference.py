@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import clip_text, dumps, loads
+from otel_traj.dialects._base import clip_text, loads
 from otel_traj.dialects._messages import (
     MAX_MESSAGES,
     Output,
@@ -178,18 +178,6 @@ def tool_message(output: Any, max_chars: int) -> tuple[Any, Any]:
         return output, None
     content = data.get("content")
     return (content if content is not None else output), data.get("tool_call_id")
-
-
-def tool_output(output: Any, max_chars: int) -> Any:
-    """What the tool returned, from LlamaIndex's ToolOutput (``{"blocks", "tool_name", "raw_input",
-    "raw_output", "is_error"}``): its ``raw_output`` as JSON; other outputs unchanged."""
-    if not isinstance(output, str) or not output.startswith('{"blocks"') or len(output) > max_chars:
-        return output
-    data = loads(output)
-    if not isinstance(data, dict) or "raw_output" not in data or "tool_name" not in data:
-        return output
-    raw = data["raw_output"]
-    return raw if isinstance(raw, str) else (dumps(raw) or output)
 
 
 def _is_schema(value: Any) -> bool:
