@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from otel_traj.adapters.batch import SpanBatch
@@ -101,10 +101,12 @@ def _enum(value: Any, names: dict[str, int], prefix: str) -> int:
 
 
 def json_object(value: Any) -> Mapping[str, Any]:
-    """``value`` if it is a JSON object; ``null`` reads as an empty one, anything else is malformed."""
+    """``value`` if it is a JSON object; ``null`` reads as an empty one, anything else is malformed.
+
+    Parsed JSON holds its objects as ``dict``s (no other mapping, whose ABC check costs more)."""
     if value is None:
         return EMPTY
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         raise MalformedError(f"expected a JSON object, got {type(value).__name__}")
     return value
 
@@ -126,28 +128,49 @@ def _str(value: Any) -> str:
     return value
 
 
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise MalformedError(f"{value!r} is not a boolean")
+    return value
+
+
+def _array(value: Any) -> tuple[Any, ...]:
+    return tuple(any_value(item) for item in json_array(json_object(value).get("values")))
+
+
+def _kvlist(value: Any) -> dict[str, Any]:
+    return attributes(json_object(value).get("values"))
+
+
+def _bytes(value: Any) -> bytes:
+    try:
+        return base64.b64decode(_str(value), validate=True)
+    except (binascii.Error, ValueError):
+        raise MalformedError(f"{value!r} is not base64") from None
+
+
+# The reader of each AnyValue member, by its lowerCamelCase and its snake_case key.
+_VALUE_READERS: dict[str, Callable[[Any], Any]] = {
+    key: reader
+    for camel, snake, reader in (
+        ("stringValue", "string_value", _str),
+        ("intValue", "int_value", to_int),
+        ("boolValue", "bool_value", _bool),
+        ("doubleValue", "double_value", _to_float),
+        ("arrayValue", "array_value", _array),
+        ("kvlistValue", "kvlist_value", _kvlist),
+        ("bytesValue", "bytes_value", _bytes),
+    )
+    for key in (camel, snake)
+}
+
+
 def any_value(value: Any) -> Any:
     """The Python value of an OTLP/JSON ``AnyValue`` object (arrays -> tuple, kvlists -> dict)."""
     for key, inner in json_object(value).items():
-        if key in ("stringValue", "string_value"):
-            return _str(inner)
-        if key in ("intValue", "int_value"):
-            return to_int(inner)
-        if key in ("boolValue", "bool_value"):
-            if not isinstance(inner, bool):
-                raise MalformedError(f"{inner!r} is not a boolean")
-            return inner
-        if key in ("doubleValue", "double_value"):
-            return _to_float(inner)
-        if key in ("arrayValue", "array_value"):
-            return tuple(any_value(item) for item in json_array(json_object(inner).get("values")))
-        if key in ("kvlistValue", "kvlist_value"):
-            return attributes(json_object(inner).get("values"))
-        if key in ("bytesValue", "bytes_value"):
-            try:
-                return base64.b64decode(_str(inner), validate=True)
-            except (binascii.Error, ValueError):
-                raise MalformedError(f"{inner!r} is not base64") from None
+        reader = _VALUE_READERS.get(key)
+        if reader is not None:
+            return reader(inner)
     return None
 
 
