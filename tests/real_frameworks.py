@@ -50,9 +50,6 @@ class Recorded:
     # The name the instrumentation gives the agent instead of its own (OpenLLMetry's LlamaIndex root
     # span names the workflow's class).
     agent_alias: str | None = None
-    # The results are recorded somewhere: on tool spans or in the next request (Haystack under
-    # OpenInference records neither).
-    results: bool = True
     # Tool spans per call: tools on an MCP server are also recorded by the MCP client's and the
     # server's `tools/call <name>` spans, nested in the framework's own.
     layers: int = 1
@@ -112,15 +109,14 @@ FRAMEWORKS: dict[str, Recorded] = {
         conversation=None,
     ),
     # Haystack under openinference-instrumentation-haystack: only component `run` methods are traced
-    # and the Agent runs its tools outside any component, so there is no tool span; the requests name
-    # the calls without ids, and the results sent back are recorded as a role without content.
+    # and the Agent runs its tools outside any component, so there is no tool span; the flattened
+    # messages name the calls without ids and the results sent back as roles without content, and
+    # `input.value` / `output.value` keep the messages printed with `repr()` (ids and results).
     "haystack_openinference": Recorded(
         tool=None,
         model="openinference",
         agent=None,
         span_call_ids=False,
-        call_ids=False,
-        results=False,
         conversation="trace",
     ),
     "google_adk_openinference": speaking(

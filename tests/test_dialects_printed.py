@@ -1,13 +1,20 @@
-"""Values written with Python's ``str()``: a LangChain ToolMessage (OpenLIT's tool results) and DSPy's
-ChatAdapter sections are read back exactly, and anything else is left as it is."""
+"""Values written with Python's ``str()``: a LangChain ToolMessage (OpenLIT's tool results), DSPy's
+ChatAdapter sections and objects printed by ``repr()`` (Haystack's messages under OpenInference) are
+read back exactly, and anything else is left as it is."""
 
 from __future__ import annotations
+
+import json
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_traj.dialects import dspy
-from otel_traj.dialects.printed import chat_message, tool_message
+from otel_traj.dialects import dspy, to_step
+from otel_traj.dialects.openinference import MAX_PRINTED
+from otel_traj.dialects.printed import MAX_DEPTH, TYPE, chat_message, python_object, tool_message
+from otel_traj.steps import RequestedTool
+from tests.dialect_spans import record
+from tests.dialect_steps import as_model
 
 MAX = 4096
 
@@ -83,3 +90,111 @@ def test_a_chat_message_printed_as_a_dict_gives_its_calls() -> None:
     )
     for text in ("{'content': 'hi'}", "no dict", "{'tool_calls': 'x'}", printed[: MAX // 100]):
         assert chat_message(text, MAX) is None
+
+
+def test_an_object_printed_by_repr_reads_back_without_evaluating_it() -> None:
+    printed = (
+        "ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(result='{\"ok\": true}', "
+        "origin=ToolCall(tool_name='check_payment', arguments={'invoice_id': 'INV-1002'}, id='call_3'), "
+        "error=True)], _name=None, _meta={'n': -1.5, 'f': <function f at 0x7f00>, 't': (1,)})"
+    )
+    assert python_object(printed, MAX) == {
+        TYPE: "ChatMessage",
+        "role": "tool",
+        "content": [
+            {
+                TYPE: "ToolCallResult",
+                "result": '{"ok": true}',
+                "origin": {
+                    TYPE: "ToolCall",
+                    "tool_name": "check_payment",
+                    "arguments": {"invoice_id": "INV-1002"},
+                    "id": "call_3",
+                },
+                "error": True,
+            }
+        ],
+        "name": None,
+        "meta": {"n": -1.5, "f": None, "t": (1,)},
+    }
+    assert python_object("Point(1, y=2)", MAX) == {TYPE: "Point", "y": 2, "args": [1]}
+
+
+def test_what_is_not_a_repr_reads_as_nothing() -> None:
+    deep = "(" * (MAX_DEPTH + 2) + "1" + ")" * (MAX_DEPTH + 2)
+    for text in (
+        "__import__('os').system('x')",  # a call on a call: not a repr
+        "os.system('x')",
+        "Foo(x=1",  # cut off
+        "Foo(x=1) trailing",
+        "f'{x}'",
+        deep,
+        "Foo(x='" + "a" * MAX + "')",  # longer than the cap
+        None,
+    ):
+        assert python_object(text, MAX) is None, text
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    )
+)
+def test_literals_read_back_as_they_were(value: object) -> None:
+    assert python_object(repr(value), 10 * MAX) == value
+
+
+def test_a_haystack_message_under_openinference_gives_ids_and_results() -> None:
+    # openinference-instrumentation-haystack: the flattened messages have roles only for tool results
+    # and no call ids; `input.value` / `output.value` keep the messages printed with repr().
+    call = "ToolCall(tool_name='list_invoices', arguments={'customer_id': 'C023'}, id='call_2', extra=None)"
+    assistant = (
+        f"ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[{call}], _name=None, _meta={{}})"
+    )
+    result = (
+        "ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[ToolCallResult(result='[]', "
+        f"origin={call}, error=False)], _name=None, _meta={{}})"
+    )
+    attributes = {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Refund INV-1002, please.",
+        "llm.input_messages.1.message.role": "assistant",
+        "llm.input_messages.2.message.role": "tool",
+        "input.value": json.dumps(
+            {"messages": ["ChatMessage(_role=<ChatRole.USER: 'user'>, …)", assistant, result]}
+        ),
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "list_invoices",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"customer_id": "C023"}',
+        "output.value": json.dumps({"replies": [assistant]}),
+    }
+    model = as_model(to_step(record("OpenAIChatGenerator.run", attributes)))
+    assert model.tool_results == (("call_2", "[]"),)
+    assert model.requested_tools == (
+        RequestedTool(name="list_invoices", call_id="call_2", arguments_text='{"customer_id": "C023"}'),
+    )
+    # Replies that name other calls lend no ids.
+    other = attributes | {"output.value": json.dumps({"replies": [assistant.replace("list_invoices", "x")]})}
+    [requested] = as_model(to_step(record("OpenAIChatGenerator.run", other))).requested_tools
+    assert requested.call_id is None
+
+
+def test_printed_messages_read_per_span_are_bounded() -> None:
+    # Reading a repr costs ~1 ms a kilobyte: a request whose results after the last response take
+    # reading more than MAX_PRINTED printed messages (that response included) gives none.
+    assistant = "ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[], _name=None, _meta={})"
+
+    def result(i: int) -> str:
+        origin = f"ToolCall(tool_name='t', arguments={{}}, id='call_{i}')"
+        content = f"[ToolCallResult(result='ok', origin={origin}, error=False)]"
+        return f"ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content={content}, _name=None, _meta={{}})"
+
+    def results(count: int) -> tuple[tuple[str, str], ...]:
+        messages = [assistant, *map(result, range(count))]
+        attributes = {"openinference.span.kind": "LLM", "input.value": json.dumps({"messages": messages})}
+        return as_model(to_step(record("chat", attributes))).tool_results
+
+    assert len(results(MAX_PRINTED - 1)) == MAX_PRINTED - 1
+    assert results(MAX_PRINTED) == ()

@@ -185,6 +185,7 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
         openinference.flat_results,
         trigger="llm.input_messages.0.message.role",
     ),
+    Source("`input.value` (OpenInference)", openinference.value_results, trigger="input.value"),
     Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_results, trigger="ai.prompt.messages"),
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_results, trigger=haystack.LLM_INPUT),
 )

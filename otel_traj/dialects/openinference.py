@@ -13,8 +13,10 @@ ToolMessage, which holds both the id and the result content. Messages are flatte
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from otel_traj.dialects import printed
 from otel_traj.dialects._base import clip_text, loads
 from otel_traj.dialects._messages import (
     MAX_MESSAGES,
@@ -27,7 +29,7 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._results import ToolResults, results_of
+from otel_traj.dialects._results import MAX_RESULTS, ToolResults, results_of
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
@@ -105,19 +107,66 @@ def flat_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Out
         if isinstance(text, str) and text:
             texts.append(text)
         tools += indexed_tool_calls(attrs, prefix + "tool_calls.", _FLAT_CALL_KEYS, max_chars)
+    if any(tool.call_id is None for tool in tools) and "output.value" in attrs:
+        tools = _with_ids(tools, value_output(view, attrs, max_chars))
     return clip_text("\n".join(texts), max_chars) if texts else None, tuple(tools), ()
 
 
+def _with_ids(tools: list[RequestedTool], other: Output | None) -> list[RequestedTool]:
+    """``tools`` with the call ids ``output.value`` gives the same calls (Haystack's flattened messages
+    leave them out, its printed replies keep them): joined only when both name the same calls."""
+    found = other[1] if other is not None else ()
+    if [t.name for t in found] != [t.name for t in tools]:
+        return tools
+    return [replace(t, call_id=t.call_id or o.call_id) for t, o in zip(tools, found, strict=True)]
+
+
 def _messages_of(value: Any) -> list[Any]:
-    """Messages of an ``input.value``/``output.value``: a list or ``{"messages": [...]}``."""
+    """Messages of an ``input.value``/``output.value``: a list, ``{"messages": [...]}`` or a chat
+    generator's ``{"replies": [...]}``; printed messages (Haystack's) stay text, see ``_readable``."""
     data = loads(value) if isinstance(value, str) and value[:1] in ("[", "{") else None
     return _messages_in(data)
 
 
 def _messages_in(data: Any) -> list[Any]:
     if isinstance(data, dict):
-        data = data.get("messages", data)
+        data = data.get("messages", data.get("replies", data))
     return as_messages(data) if isinstance(data, list | dict) else []
+
+
+# Printed messages read per span at most: Python's tokenizer reads a repr, ~1 ms a kilobyte, so a span
+# holding many costs at most this many times ``max_chars`` of it (a response has a few, the results
+# after it one per call).
+MAX_PRINTED = 16
+
+
+def _readable(messages: list[Any], max_chars: int) -> list[Any]:
+    """``messages`` with the first ``MAX_PRINTED`` printed Haystack messages read into their JSON shape."""
+    return [printed.haystack_message(m, max_chars) if i < MAX_PRINTED else m for i, m in enumerate(messages)]
+
+
+def _tail(messages: list[Any], max_chars: int) -> list[Any]:
+    """The messages after the last assistant message, read from the end (a request repeats the whole
+    conversation, and only what follows the last response is new); none when that takes reading more
+    than ``MAX_PRINTED`` printed messages."""
+    tail: list[Any] = []
+    budget = MAX_PRINTED
+    for message in reversed(messages[-MAX_RESULTS - 1 :]):
+        if isinstance(message, str):
+            if budget == 0:
+                return []
+            budget -= 1
+            message = printed.haystack_message(message, max_chars)
+        if isinstance(message, Mapping) and message.get("role") in ("assistant", "model", "ai"):
+            return tail[::-1]
+        tail.append(message)
+    return []
+
+
+def value_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
+    """Tool results after the last assistant message of ``input.value``'s messages (where Haystack's
+    printed messages keep them; its ``llm.input_messages`` hold the tool messages' roles only)."""
+    return results_of(_tail(_messages_of(attrs.get("input.value")), max_chars), max_chars) or None
 
 
 def _is_json(attrs: Mapping[str, Any], key: str) -> bool:
@@ -152,7 +201,7 @@ def value_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Ou
     if value is None:
         return None
     if _is_json(attrs, "output.mime_type") or (isinstance(value, str) and value[:1] in ("[", "{")):
-        messages = _messages_of(value)
+        messages = _readable(_messages_of(value), max_chars)
         return assistant_output(messages, max_chars) if messages else None
     return content_text(value), (), ()
 

@@ -2,7 +2,9 @@
 code: a dict literal (LangChain's ``input_str``), a LangChain ToolMessage (OpenLIT's tool results:
 ``content='…' name='…' tool_call_id='…'``), and an OpenAI chat message as a dict (the OpenAI Agents
 instrumentation of OpenTelemetry's contrib writes a response with calls as one text part,
-``{'content': None, …, 'tool_calls': [{'id', 'function': {'name', 'arguments'}}]}``).
+``{'content': None, …, 'tool_calls': [{'id', 'function': {'name', 'arguments'}}]}``), and any object
+printed by a dataclass-style ``repr()`` (``ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[…])``:
+OpenInference writes Haystack's messages so).
 """
 
 from __future__ import annotations
@@ -66,3 +68,158 @@ def tool_message(text: Any, max_chars: int) -> tuple[Any, str | None]:
     key = text.find(_TOOL_CALL_ID, content[1])
     call_id = _string_at(text, key + len(_TOOL_CALL_ID)) if key != -1 else None
     return (content[0], call_id[0]) if call_id is not None else (text, None)
+
+
+# The key naming the class of an object read from its repr (``{TYPE: "ToolCall", "id": …}``).
+TYPE = "__type__"
+# Objects nested deeper than this are not read (a repr is the instrumentation's, its depth the data's).
+MAX_DEPTH = 32
+_SKIPPED = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER})
+_CONSTANTS = {"None": None, "True": True, "False": False}
+_CLOSING = {"(": ")", "[": "]", "{": "}"}
+
+
+class _Unreadable(Exception):
+    """The text is not a repr this module reads."""
+
+
+class _Repr:
+    """A recursive-descent reader of ``repr()`` output over Python's own tokenizer: literals, lists,
+    tuples, dicts, ``Name(field=value, …)`` objects and ``<…>`` (an enum member reads as its value,
+    anything else, such as ``<function f at 0x…>``, as None). Nothing is evaluated."""
+
+    def __init__(self, text: str) -> None:
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        self._tokens = [t for t in tokens if t.type not in _SKIPPED]
+        self._at = 0
+
+    def peek(self, ahead: int = 0) -> str | None:
+        """The text of the token ``ahead`` places on, None past the end."""
+        at = self._at + ahead
+        return self._tokens[at].string if at < len(self._tokens) else None
+
+    def take(self) -> tokenize.TokenInfo:
+        if self._at >= len(self._tokens):
+            raise _Unreadable("the text ends early")
+        self._at += 1
+        return self._tokens[self._at - 1]
+
+    def expect(self, op: str) -> None:
+        if self.take().string != op:
+            raise _Unreadable(f"expected {op!r}")
+
+    def value(self, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise _Unreadable("nested too deep")
+        token = self.take()
+        if token.type in (tokenize.STRING, tokenize.NUMBER):
+            return ast.literal_eval(token.string)
+        if token.string == "-":
+            return -ast.literal_eval(self.take().string)
+        if token.type == tokenize.NAME:
+            if self.peek() == "(":
+                self.take()
+                return self._object(token.string, depth)
+            if token.string in _CONSTANTS:
+                return _CONSTANTS[token.string]
+            raise _Unreadable(f"bare name {token.string!r}")
+        if token.string == "<":
+            return self._opaque()
+        if token.string in _CLOSING:
+            items = self._items(_CLOSING[token.string], depth)
+            if token.string == "{":
+                return dict(items)
+            values = [v for _, v in items]
+            return values if token.string == "[" else tuple(values)
+        raise _Unreadable(f"unexpected {token.string!r}")
+
+    def _items(self, closing: str, depth: int) -> list[tuple[Any, Any]]:
+        """``key: value`` pairs up to ``closing`` (``(None, value)`` in a list or tuple)."""
+        items: list[tuple[Any, Any]] = []
+        while self.peek() not in (closing, None):
+            first = self.value(depth + 1)
+            if closing == "}":
+                self.expect(":")
+                items.append((first, self.value(depth + 1)))
+            else:
+                items.append((None, first))
+            if self.peek() == ",":
+                self.take()
+        self.expect(closing)
+        return items
+
+    def _object(self, name: str, depth: int) -> dict[str, Any]:
+        """``Name(field=value, …)`` as ``{TYPE: name, field: value}``; a leading ``_`` (a private
+        dataclass field) is dropped from the field's name, positional values go to ``args``."""
+        fields: dict[str, Any] = {TYPE: name}
+        positional: list[Any] = []
+        while self.peek() not in (")", None):
+            if self.peek(1) == "=":
+                name = self.take().string
+                self.take()
+                fields[name.lstrip("_") or name] = self.value(depth + 1)
+            else:
+                positional.append(self.value(depth + 1))
+            if self.peek() == ",":
+                self.take()
+        self.expect(")")
+        if positional:
+            fields["args"] = positional
+        return fields
+
+    def _opaque(self) -> Any:
+        """The rest of ``<…>``: an enum member's value (``<Role.TOOL: 'tool'>``), else None."""
+        value: Any = None
+        previous = ""
+        while (token := self.take()).string != ">":
+            if previous == ":" and token.type in (tokenize.STRING, tokenize.NUMBER):
+                value = ast.literal_eval(token.string)
+            previous = token.string
+        return value
+
+
+def python_object(text: Any, max_chars: int) -> Any:
+    """The value a ``repr()`` shows (objects as dicts, see ``_Repr``), or None when ``text`` is not one
+    or is longer than ``max_chars``."""
+    if not isinstance(text, str) or len(text) > max_chars:
+        return None
+    try:
+        reader = _Repr(text)
+        value = reader.value(0)
+    except (_Unreadable, tokenize.TokenError, IndentationError, *_LITERAL_ERRORS):
+        return None
+    return value if reader.peek() is None else None
+
+
+# Haystack's printed ChatMessage: ``ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content=[…], …)``.
+HAYSTACK_MESSAGE = "ChatMessage(_role="
+# The key of each content part in Haystack's own JSON (``ChatMessage.to_dict``), by the part's class.
+_HAYSTACK_PARTS = {
+    "ToolCall": "tool_call",
+    "ToolCallResult": "tool_call_result",
+    "ReasoningContent": "reasoning",
+}
+
+
+def _haystack_part(part: Any) -> Any:
+    if not isinstance(part, dict):
+        return None
+    kind = part.get(TYPE)
+    if kind == "TextContent":
+        return {"text": part.get("text")}
+    key = _HAYSTACK_PARTS.get(kind) if isinstance(kind, str) else None
+    return {key: part} if key is not None else None
+
+
+def haystack_message(text: Any, max_chars: int) -> Any:
+    """A printed Haystack ChatMessage in Haystack's own JSON shape (``{"role", "content": [{"text"},
+    {"tool_call"}, {"tool_call_result"}], "meta"}``, which the message readers know); ``text`` unchanged
+    when it is not one."""
+    if not isinstance(text, str) or not text.startswith(HAYSTACK_MESSAGE):
+        return text
+    message = python_object(text, max_chars)
+    if not isinstance(message, dict) or message.get(TYPE) != "ChatMessage":
+        return text
+    parts = message.get("content")
+    content = [p for p in map(_haystack_part, parts) if p is not None] if isinstance(parts, list) else []
+    return {"role": message.get("role"), "content": content, "meta": message.get("meta")}
