@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from otel_traj.dialects import dspy, to_step
 from otel_traj.dialects.openinference import MAX_PRINTED
 from otel_traj.dialects.printed import MAX_DEPTH, TYPE, chat_message, python_object, tool_message
+from otel_traj.dialects.printed import haystack_message as printed_haystack
 from otel_traj.steps import RequestedTool
 from tests.dialect_spans import record
 from tests.dialect_steps import as_model
@@ -198,3 +199,10 @@ def test_printed_messages_read_per_span_are_bounded() -> None:
 
     assert len(results(MAX_PRINTED - 1)) == MAX_PRINTED - 1
     assert results(MAX_PRINTED) == ()
+
+
+@given(st.text(max_size=300))
+def test_any_text_is_a_message_or_left_as_it_is(text: str) -> None:
+    for candidate in (text, "ChatMessage(_role=" + text, "ChatMessage(_role=None, _content=[" + text + "])"):
+        message = printed_haystack(candidate, MAX)
+        assert message is candidate or set(message) == {"role", "content", "meta"}
