@@ -183,8 +183,8 @@ def test_a_haystack_message_under_openinference_gives_ids_and_results() -> None:
 
 
 def test_printed_messages_read_per_span_are_bounded() -> None:
-    # Reading a repr costs ~1 ms a kilobyte: a request whose results after the last response take
-    # reading more than MAX_PRINTED printed messages (that response included) gives none.
+    # Reading a repr costs ~1 ms a kilobyte: a request with more than MAX_PRINTED printed messages
+    # after the last response (found by its role, without reading it) gives no results.
     assistant = "ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[], _name=None, _meta={})"
 
     def result(i: int) -> str:
@@ -197,8 +197,8 @@ def test_printed_messages_read_per_span_are_bounded() -> None:
         attributes = {"openinference.span.kind": "LLM", "input.value": json.dumps({"messages": messages})}
         return as_model(to_step(record("chat", attributes))).tool_results
 
-    assert len(results(MAX_PRINTED - 1)) == MAX_PRINTED - 1
-    assert results(MAX_PRINTED) == ()
+    assert len(results(MAX_PRINTED)) == MAX_PRINTED
+    assert results(MAX_PRINTED + 1) == ()
 
 
 @given(st.text(max_size=300))

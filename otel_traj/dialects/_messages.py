@@ -23,9 +23,9 @@ _MAX_USER_PROBES = 8
 _CALL_ITEM_TYPES = frozenset({"function_call", "tool_call"})
 _TEXT_TYPES = frozenset({"text", "output_text", "input_text"})
 _USER_ROLES = frozenset({"user", "human"})
-_ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
+ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
 # ``None``: a bare response message without a role (some instrumentations drop it).
-_OUTPUT_ROLES = _ASSISTANT_ROLES | {None}
+_OUTPUT_ROLES = ASSISTANT_ROLES | {None}
 
 
 # ``(text, requested tools, finish reasons)`` of a model response, as one source records it.
@@ -153,7 +153,7 @@ def last_user_text(messages: list[Any], max_chars: int) -> str | None:
 
 def last_assistant_text(messages: list[Any], max_chars: int) -> str | None:
     """Text of the last assistant message that has text: an agent's final answer."""
-    return _last_text(messages, _ASSISTANT_ROLES, max_chars)
+    return _last_text(messages, ASSISTANT_ROLES, max_chars)
 
 
 def last_user_text_in(value: Any, max_chars: int) -> str | None:

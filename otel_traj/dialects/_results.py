@@ -19,14 +19,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects._base import PARSE_LIMIT, as_str, as_text, clip_text, loads
-from otel_traj.dialects._messages import content_text
+from otel_traj.dialects._messages import ASSISTANT_ROLES, content_text
 
 # ``(call id, result text)`` pairs, as many as a response may request.
 ToolResults = tuple[tuple[str, str], ...]
 MAX_RESULTS = 128
 _DECODER = json.JSONDecoder()
 _ASSISTANT_MARKERS = ('"role": "assistant"', '"role":"assistant"', '"role": "model"', '"role":"model"')
-_ASSISTANT_ROLES = frozenset({"assistant", "model", "ai"})
 
 
 def _result(block: Any) -> tuple[Any, Any] | None:
@@ -86,7 +85,7 @@ def results_of(messages: list[Any], max_chars: int) -> ToolResults:
 def _after_last_assistant(messages: list[Any]) -> list[Any]:
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if isinstance(message, Mapping) and message.get("role") in _ASSISTANT_ROLES:
+        if isinstance(message, Mapping) and message.get("role") in ASSISTANT_ROLES:
             return messages[index + 1 :]
     return []
 

@@ -19,6 +19,7 @@ from typing import Any
 from otel_traj.dialects import printed
 from otel_traj.dialects._base import clip_text, loads
 from otel_traj.dialects._messages import (
+    ASSISTANT_ROLES,
     MAX_MESSAGES,
     Output,
     as_messages,
@@ -80,7 +81,7 @@ def flat_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> To
         if role is None:
             break
         count = index + 1
-        if role in ("assistant", "model", "ai"):
+        if role in ASSISTANT_ROLES:
             last_assistant = index
     messages = [
         {
@@ -153,11 +154,14 @@ def _tail(messages: list[Any], max_chars: int) -> list[Any]:
     budget = MAX_PRINTED
     for message in reversed(messages[-MAX_RESULTS - 1 :]):
         if isinstance(message, str):
+            role = printed.haystack_role(message)
+            if role in ASSISTANT_ROLES:
+                return tail[::-1]
             if budget == 0:
                 return []
             budget -= 1
             message = printed.haystack_message(message, max_chars)
-        if isinstance(message, Mapping) and message.get("role") in ("assistant", "model", "ai"):
+        elif isinstance(message, Mapping) and message.get("role") in ASSISTANT_ROLES:
             return tail[::-1]
         tail.append(message)
     return []

@@ -211,6 +211,16 @@ def _haystack_part(part: Any) -> Any:
     return {key: part} if key is not None else None
 
 
+def haystack_role(text: str) -> str | None:
+    """The role a printed Haystack message starts with (``…_role=<ChatRole.TOOL: 'tool'>``), read
+    without reading the message."""
+    if not text.startswith(HAYSTACK_MESSAGE + "<ChatRole."):
+        return None
+    start = text.find(": '", len(HAYSTACK_MESSAGE))
+    end = text.find("'>", start + 3)
+    return text[start + 3 : end] if 0 <= start < end else None
+
+
 def haystack_message(text: Any, max_chars: int) -> Any:
     """A printed Haystack ChatMessage in Haystack's own JSON shape (``{"role", "content": [{"text"},
     {"tool_call"}, {"tool_call_result"}], "meta"}``, which the message readers know); ``text`` unchanged
