@@ -72,6 +72,13 @@ FRAMEWORKS: dict[str, Recorded] = {
     "agent_framework": Recorded(),
     "agno_openinference": speaking("openinference", span_call_ids=False),
     "autogen_agentchat": Recorded(span_arguments=False, span_results=False, conversation=None),
+    # boto3 `bedrock-runtime` `converse` in a hand-written loop under OpenTelemetry's contrib botocore
+    # instrumentation, the loop's invoke_agent / execute_tool spans from util-genai: the `chat` spans
+    # record the model, usage and finish reasons only; the messages, the requested toolUse blocks and
+    # the toolResult blocks sent back are OpenTelemetry log records, not span data.
+    "bedrock_botocore": Recorded(
+        responses=False, requests=False, model_name="anthropic.claude-3-5-sonnet-20240620-v1:0"
+    ),
     "beeai_openinference": speaking(
         "openinference",
         span_call_ids=False,
