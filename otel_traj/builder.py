@@ -257,16 +257,23 @@ def join_requests(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCa
 
 def _results_from_requests(models: list[ModelCall], tools: list[ToolCall]) -> None:
     """A call whose span records no result (or that no span shows) takes the result the next model
-    request sent back for its call id."""
-    missing = {t.call_id: t for t in tools if t.result is None and t.call_id}
+    request sent back for its call id.
+
+    An id may answer several calls of a run: Google GenAI's instrumentation makes up ``<name>_<index>``
+    for Gemini calls without one, so the same call in two turns has the same id. A request's results
+    answer the latest call of that id begun before it (the previous response's), not the first."""
+    missing: dict[str, list[ToolCall]] = {}
+    for t in tools:  # in start order
+        if t.result is None and t.call_id:
+            missing.setdefault(t.call_id, []).append(t)
     if not missing:
         return
     for model in models:
         for call_id, result in model.tool_results:
-            call = missing.get(call_id)
-            if call is not None and model.start_ns >= call.start_ns:
-                call.result = result
-                del missing[call_id]
+            waiting = missing.get(call_id, [])
+            latest = max((i for i, c in enumerate(waiting) if c.start_ns <= model.start_ns), default=None)
+            if latest is not None:
+                waiting.pop(latest).result = result
 
 
 def _requested_call(model: ModelCall, turn: int, index: int, req: RequestedTool) -> ToolCall:

@@ -61,6 +61,10 @@ class Recorded:
     node_agents: tuple[str, ...] = ()
     # Usage on an agent span is the run's total (OpenLIT's root span repeats the last call's).
     agent_usage_is_total: bool = True
+    # One model span covers the SDK's whole function-calling loop (Google GenAI's automatic function
+    # calling inside `generate_content`): it records the first request and the last response with
+    # that call's usage only; the earlier calls and their usage are recorded nowhere.
+    model_loop_span: bool = False
 
 
 def speaking(dialect: str, **flags: Any) -> Recorded:
@@ -173,6 +177,18 @@ FRAMEWORKS: dict[str, Recorded] = {
     # (association properties need traceloop-sdk).
     "openai_agents_traceloop": Recorded(
         tool="traceloop", agent="traceloop", span_call_ids=False, conversation=None
+    ),
+    # The Google Gen AI SDK's automatic function calling in `client.models.generate_content` under
+    # OpenTelemetry's contrib `opentelemetry-instrumentation-google-genai` (through util-genai), the
+    # run wrapped in util-genai's `invoke_local_agent`: one `generate_content` span for the whole loop
+    # (the user's message, the answer and the last call's usage), the `execute_tool` spans (arguments,
+    # results, the failure) inside it; Gemini's calls carry no id and none is recorded.
+    "google_genai": Recorded(
+        model_name="gemini-2.5-flash",
+        model_loop_span=True,
+        requested_calls=False,
+        span_call_ids=False,
+        call_ids=False,
     ),
     "openai_v2": Recorded(),
     "pydantic_ai": Recorded(agent="pydantic_ai"),

@@ -79,3 +79,24 @@ def test_a_call_without_a_result_takes_the_one_sent_back_and_a_recorded_one_is_k
     b = ToolCall(name="b", span_id=4, start_ns=6 * ms, end_ns=9 * ms, call_id="c2", result="own b")
     calls = build_trajectory(TraceContext(trace_id=1), [first, a, b, second]).tool_calls
     assert [(c.name, c.result) for c in calls] == [("a", "sent back a"), ("b", "own b")]
+
+
+def test_an_id_reused_in_a_later_turn_answers_each_call_with_its_own_result() -> None:
+    # Google GenAI's instrumentation names Gemini calls without an id `<name>_<index>`: the same
+    # call asked for in two turns has the same id, each answered by the request after it.
+    ms = 1_000_000
+
+    def model(span_id: int, start: int, results: tuple[tuple[str, str], ...] = ()) -> ModelCall:
+        return ModelCall(
+            span_id=span_id,
+            start_ns=start * ms,
+            end_ns=(start + 5) * ms,
+            input_tokens=1,
+            output_tokens=1,
+            requested_tools=(RequestedTool(name="a", call_id="a_0"),) if span_id < 3 else (),
+            tool_results=results,
+        )
+
+    turns = [model(1, 0), model(2, 10, (("a_0", "first"),)), model(3, 20, (("a_0", "second"),))]
+    calls = build_trajectory(TraceContext(trace_id=1), turns).tool_calls
+    assert [(c.turn, c.call_id, c.result) for c in calls] == [(0, "a_0", "first"), (1, "a_0", "second")]

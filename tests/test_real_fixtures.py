@@ -128,7 +128,11 @@ def test_calls_are_joined_to_the_requests(framework: str, scenario: str) -> None
     calls = load(framework, scenario).tool_calls
     if not recorded.responses or not recorded.requested_calls:
         # The requested calls are not recorded: ids only from the tool spans, no turns.
-        assert all(c.turn is None and c.call_id and c.call_id.startswith("call_") for c in calls)
+        assert all(c.turn is None for c in calls)
+        if recorded.call_ids:
+            assert all(c.call_id and c.call_id.startswith("call_") for c in calls)
+        else:
+            assert all(c.call_id is None for c in calls)
         return
     joined = [c for c in calls if c.turn is not None]
     if recorded.merged_parallel_request and scenario == "clean":
@@ -150,11 +154,14 @@ def test_turns_tokens_answer_agent_conversation(framework: str, scenario: str) -
     fact = facts(framework, scenario)
     recorded = FRAMEWORKS[framework]
     t = load(framework, scenario)
-    assert t.model_turns == fact["model_calls"]
-    assert (t.tokens.input, t.tokens.output) == (
-        fact["usage"]["input_tokens"],
-        fact["usage"]["output_tokens"],
-    )
+    usage = fact["usage"]
+    if recorded.model_loop_span:
+        # One span for the whole loop: one turn, the last call's usage.
+        assert t.model_turns == 1
+        assert (t.tokens.input, t.tokens.output) == tuple(usage["per_call"][-1].values())
+    else:
+        assert t.model_turns == fact["model_calls"]
+        assert (t.tokens.input, t.tokens.output) == (usage["input_tokens"], usage["output_tokens"])
     assert t.final_answer == fact["final_answer"]
     named = fact["agent_name"] if recorded.agent is not None and recorded.agent_named else None
     assert t.agent == (recorded.agent_alias or named)
