@@ -27,7 +27,7 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._results import ToolResults, results_of
+from otel_traj.dialects._results import ToolResults, request_results, results_of
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
@@ -70,7 +70,9 @@ def flat_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str 
 
 
 def flat_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
-    """Tool results after the last assistant message of ``llm.input_messages.N.message.*``."""
+    """Tool results after the last assistant message of ``llm.input_messages.N.message.*``; when
+    those have no ``tool_call_id`` (the LiteLLM instrumentation flattens a tool message to its role
+    and content), the same request's ``input.value`` messages, which keep the ids."""
     last_assistant = -1
     count = 0
     for index in range(MAX_MESSAGES):
@@ -89,6 +91,8 @@ def flat_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> To
         for index in range(last_assistant + 1, count)
         if attrs.get(f"llm.input_messages.{index}.message.role") == "tool" and last_assistant >= 0
     ]
+    if any(message["tool_call_id"] is None for message in messages) and "input.value" in attrs:
+        return request_results(attrs["input.value"], max_chars) or None
     return results_of(messages, max_chars) or None
 
 
