@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
@@ -255,6 +256,40 @@ def join_requests(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCa
     ]
 
 
+# What identifies a response's calls when it has no ids: their names and arguments, in order.
+CallsKey = tuple[tuple[str, str | None], ...]
+
+
+def _calls_key(calls: tuple[RequestedTool, ...]) -> CallsKey:
+    def arguments(text: str | None) -> str | None:
+        parsed = parse_arguments(text) if text else None
+        return dumps(sorted(parsed.items())) if parsed is not None else text
+
+    return tuple((call.name, arguments(call.arguments_text)) for call in calls)
+
+
+def _ids_from_resent_calls(models: list[ModelCall]) -> None:
+    """A response recorded without its calls' ids takes them from the first later request that
+    repeats it (the assistant message a loop sends back before the results): the same calls, names
+    and arguments in order. The results sent back name the calls by those ids only."""
+    resent: dict[CallsKey, list[tuple[int, tuple[RequestedTool, ...]]]] = {}
+    for index, model in enumerate(models):
+        if model.resent_calls and all(call.call_id for call in model.resent_calls):
+            resent.setdefault(_calls_key(model.resent_calls), []).append((index, model.resent_calls))
+    if not resent:
+        return
+    for index, model in enumerate(models):
+        if not model.requested_tools or all(call.call_id for call in model.requested_tools):
+            continue
+        later = resent.get(_calls_key(model.requested_tools), [])
+        found = next((calls for at, calls in later if at > index), None)
+        if found is not None:
+            model.requested_tools = tuple(
+                call if call.call_id else replace(call, call_id=again.call_id)
+                for call, again in zip(model.requested_tools, found, strict=True)
+            )
+
+
 def _results_from_requests(models: list[ModelCall], tools: list[ToolCall]) -> None:
     """A call whose span records no result (or that no span shows) takes the result the next model
     request sent back for its call id.
@@ -388,6 +423,7 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     _mark_parallel(tools)
     for call in tools:
         normalize_arguments(call)
+    _ids_from_resent_calls(models)
     tools = sorted(tools + join_requests(models, tools), key=_order)
     _results_from_requests(models, tools)
     for call in tools:

@@ -126,6 +126,9 @@ class ModelCall(_LazyInput):
     # ``(call id, result)`` of the tool results the request sent back for the previous response's
     # calls: a call's result where its own span records none.
     tool_results: tuple[tuple[str, str], ...] = ()
+    # The previous response's calls as the request repeats them (its last assistant message): their
+    # ids where the response's own record has none.
+    resent_calls: tuple[RequestedTool, ...] = ()
     input_source: LazyText = None
     output_text: str | None = None
     ok: bool = True

@@ -45,6 +45,9 @@ class Recorded:
     merged_parallel_request: bool = False
     # Call ids anywhere, on tool spans or in the model's requests (DSPy's ChatAdapter has none).
     call_ids: bool = True
+    # The responses on the model spans give the requested calls' ids (LiteLLM's OpenTelemetry logger
+    # records the calls without them: the ids are only in the next request, which repeats the calls).
+    response_call_ids: bool = True
     # The agent span names the agent (Haystack's `haystack.agent.run` does not).
     agent_named: bool = True
     # The name the instrumentation gives the agent instead of its own (OpenLLMetry's LlamaIndex root
@@ -152,6 +155,21 @@ FRAMEWORKS: dict[str, Recorded] = {
     # `is_error` in its output), the root span names the workflow's class, no conversation id.
     "llamaindex_traceloop": Recorded(
         tool="traceloop", agent="traceloop", agent_alias="FunctionAgent.workflow", conversation=None
+    ),
+    # A hand-written loop over `litellm.completion` under openinference-instrumentation-litellm: one
+    # `completion` LLM span per call under a plain root span of the loop's; no agent span, no tool
+    # spans (the calls are the responses' requests, their results the next requests' tool messages,
+    # ids from `input.value`); `using_attributes(session_id=…)` puts `session.id` on every model span.
+    "litellm_openinference": Recorded(
+        tool=None, model="openinference", agent=None, conversation="trace", model_name="openai/gpt-4o-mini"
+    ),
+    # The same loop under LiteLLM's own OpenTelemetry callback (`callbacks = ["otel"]`,
+    # USE_OTEL_LITELLM_REQUEST_SPAN=true): a `litellm_request` chat span per call, GenAI semconv keys
+    # beside OpenLLMetry's `llm.request.type` (which classifies it); no agent span, no tool spans, the
+    # responses' calls without ids (`gen_ai.completion.N.function_call.*`: the ids are only in the next
+    # request), and no conversation id (request metadata is not recorded).
+    "litellm_otel": Recorded(
+        tool=None, model="traceloop", agent=None, conversation=None, response_call_ids=False
     ),
     "llamaindex_openinference": Recorded(
         tool="openinference", model="openinference", agent=None, span_call_ids=False, conversation="trace"

@@ -34,7 +34,8 @@ def real_run(framework: str, kind: str = "clean") -> Trajectory:
 
 def expected_price(call: ModelCall) -> float:
     """What genai-prices itself says for the call's usage (the model without its provider prefix; an
-    OpenAI model as OpenAI's, another, such as Gemini's, wherever genai-prices finds it)."""
+    OpenAI model as OpenAI's, another as its recorded provider's, such as `aws.bedrock`, else
+    wherever genai-prices finds it)."""
     usage = Usage(
         input_tokens=call.input_tokens,
         output_tokens=call.output_tokens,
@@ -43,7 +44,7 @@ def expected_price(call: ModelCall) -> float:
         output_reasoning_tokens=call.reasoning_tokens,
     )
     model = (call.model or "").removeprefix("openai/")
-    provider = "openai" if model.startswith("gpt-") else None
+    provider = "openai" if model.startswith("gpt-") else call.provider
     return float(calc_price(usage, model, provider_id=provider).total_price)
 
 

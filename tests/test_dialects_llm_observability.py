@@ -147,3 +147,59 @@ def test_traceloop_decorated_tool_and_workflow() -> None:
     assert (agent.agent_name, agent.output_text) == ("support_flow", ANSWER)
     task = {"traceloop.span.kind": "task", "traceloop.entity.name": "step"}
     assert to_step(record("step.task", task)) is None
+
+
+def test_openinference_tool_messages_without_ids_take_them_from_input_value() -> None:
+    # openinference-instrumentation-litellm flattens a tool message to its role and content; the
+    # request's `input.value` keeps the OpenAI messages with their `tool_call_id`.
+    asked = {
+        "role": "assistant",
+        "tool_calls": [{"id": "call_1", "function": {"name": "f", "arguments": "{}"}}],
+    }
+    messages = [
+        {"role": "user", "content": USER},
+        asked,
+        {"role": "tool", "tool_call_id": "call_1", "content": "42"},
+    ]
+    view = record(
+        "completion",
+        {
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": USER,
+            "llm.input_messages.1.message.role": "assistant",
+            "llm.input_messages.1.message.tool_calls.0.tool_call.id": "call_1",
+            "llm.input_messages.1.message.tool_calls.0.tool_call.function.name": "f",
+            "llm.input_messages.2.message.role": "tool",
+            "llm.input_messages.2.message.content": "42",
+            "input.value": json.dumps({"messages": messages}),
+            "input.mime_type": "application/json",
+        },
+    )
+    assert as_model(to_step(view)).tool_results == (("call_1", "42"),)
+
+
+def test_litellm_calls_recorded_as_indexed_function_calls_beside_semconv_reasons() -> None:
+    # LiteLLM's OpenTelemetry logger: `gen_ai.output.messages` keeps only the finish reason of a
+    # response with calls; the calls are `gen_ai.completion.N.function_call.*`, one per call, no ids.
+    view = record(
+        "litellm_request",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system": "openai",
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [], "finish_reason": "tool_calls"}]
+            ),
+            "gen_ai.completion.0.function_call.name": "get_subscription",
+            "gen_ai.completion.0.function_call.arguments": ARGS,
+            "gen_ai.completion.1.function_call.name": "list_invoices",
+            "gen_ai.completion.1.function_call.arguments": ARGS,
+        },
+    )
+    model = as_model(to_step(view))
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", arguments_text=ARGS),
+        RequestedTool(name="list_invoices", arguments_text=ARGS),
+    )
+    assert model.finish_reasons == ("tool_calls",)
+    assert model.output_text is None

@@ -181,7 +181,10 @@ def test_requested_tools_match_executed_calls(stem: Path) -> None:
     got = Counter(_key(r.name, json.loads(r.arguments_text or "null"), True) for r in requests)
     assert got == expected
     ids = [r.call_id for m in models for r in m.requested_tools]
-    assert all(i and i.startswith("call_") for i in ids) if recorded.call_ids else ids == [None] * len(ids)
+    if recorded.call_ids and recorded.response_call_ids:
+        assert all(i and i.startswith("call_") for i in ids)
+    else:
+        assert ids == [None] * len(ids)
 
 
 @pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from otel_traj.builder import build_trajectory
-from otel_traj.dialects._results import request_results
+from otel_traj.dialects._results import request_results, resent_calls
 from otel_traj.records import TraceContext
 from otel_traj.steps import ModelCall, RequestedTool, ToolCall
 
@@ -100,3 +100,47 @@ def test_an_id_reused_in_a_later_turn_answers_each_call_with_its_own_result() ->
     turns = [model(1, 0), model(2, 10, (("a_0", "first"),)), model(3, 20, (("a_0", "second"),))]
     calls = build_trajectory(TraceContext(trace_id=1), turns).tool_calls
     assert [(c.turn, c.call_id, c.result) for c in calls] == [(0, "a_0", "first"), (1, "a_0", "second")]
+
+
+def test_a_tool_message_with_text_parts_and_an_openai_call_id() -> None:
+    # LiteLLM's OpenTelemetry logger: semconv text parts, OpenAI's `tool_call_id` beside them.
+    messages = [
+        ASK,
+        {"role": "tool", "parts": [{"type": "text", "content": '{"ok": 1}'}], "tool_call_id": "c1"},
+    ]
+    assert request_results(json.dumps(messages), 4096) == (("c1", '{"ok": 1}'),)
+
+
+def test_the_resent_calls_of_a_request_are_its_last_assistant_messages() -> None:
+    again = {"role": "assistant", "tool_calls": [{"id": "c2", "function": {"name": "g", "arguments": "{}"}}]}
+    messages = [{"role": "user", "content": "hi"}, ASK, {"role": "tool", "tool_call_id": "c1"}, again]
+    assert resent_calls(json.dumps(messages), 4096) == (
+        RequestedTool(name="g", call_id="c2", arguments_text="{}"),
+    )
+    assert resent_calls(json.dumps(messages[:1]), 4096) == ()
+
+
+def test_a_response_recorded_without_ids_takes_them_from_the_request_that_repeats_it() -> None:
+    ms = 1_000_000
+    asked = (
+        RequestedTool(name="a", arguments_text='{"x": 1, "y": 2}'),
+        RequestedTool(name="b", arguments_text="{}"),
+    )
+    first = ModelCall(span_id=1, start_ns=0, end_ns=5 * ms, input_tokens=1, requested_tools=asked)
+    # The loop sends the calls back with their ids (and arguments re-serialized) before the results.
+    resent = (
+        RequestedTool(name="a", call_id="c1", arguments_text='{"y": 2, "x": 1}'),
+        RequestedTool(name="b", call_id="c2", arguments_text="{}"),
+    )
+    other = (RequestedTool(name="a", call_id="c9", arguments_text='{"x": 3}'),)
+    second = ModelCall(
+        span_id=2,
+        start_ns=10 * ms,
+        end_ns=15 * ms,
+        input_tokens=1,
+        resent_calls=resent,
+        tool_results=(("c1", "ra"), ("c2", "rb")),
+    )
+    third = ModelCall(span_id=3, start_ns=20 * ms, end_ns=25 * ms, input_tokens=1, resent_calls=other)
+    calls = build_trajectory(TraceContext(trace_id=1), [first, second, third]).tool_calls
+    assert [(c.name, c.call_id, c.result) for c in calls] == [("a", "c1", "ra"), ("b", "c2", "rb")]

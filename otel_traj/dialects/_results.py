@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects._base import PARSE_LIMIT, as_str, as_text, clip_text, loads
-from otel_traj.dialects._messages import ASSISTANT_ROLES, content_text
+from otel_traj.dialects._messages import ASSISTANT_ROLES, assistant_output, content_text
+from otel_traj.steps import RequestedTool
 
 # ``(call id, result text)`` pairs, as many as a response may request.
 ToolResults = tuple[tuple[str, str], ...]
@@ -57,7 +58,9 @@ def _message_results(message: Any) -> list[tuple[Any, Any]]:
     if not isinstance(message, Mapping):
         return []
     if message.get("role") == "tool" and "tool_call_id" in message:
-        return [(message.get("tool_call_id"), message.get("content"))]
+        # LiteLLM's OpenTelemetry logger keeps OpenAI's ``tool_call_id`` beside semconv text parts.
+        content = message.get("content")
+        return [(message.get("tool_call_id"), content if content is not None else message.get("parts"))]
     found = _result(message)
     if found is not None:
         return [found]
@@ -90,19 +93,32 @@ def _after_last_assistant(messages: list[Any]) -> list[Any]:
     return []
 
 
-def _tail(text: str) -> list[Any] | None:
-    """The messages after the last assistant message of a JSON message list, decoded from the end;
-    None when the text has to be parsed in full to tell."""
+def _last_assistant(messages: list[Any]) -> Any:
+    for message in reversed(messages):
+        if isinstance(message, Mapping) and message.get("role") in ASSISTANT_ROLES:
+            return message
+    return None
+
+
+def _split(text: str) -> tuple[Any, list[Any]] | None:
+    """``(the last assistant message, the messages after it)`` of a JSON message list, decoded from
+    the end; None when the text has to be parsed in full to tell."""
     start = max(text.rfind(marker) for marker in _ASSISTANT_MARKERS)
     if start < 0:
-        return []  # no assistant message yet: the first request, no results
+        return None, []  # no assistant message yet: the first request, no results
     opening = text.rfind("{", 0, start)
     if opening < 0 or text[opening + 1 : start].strip():
         return None
     try:
-        _, position = _DECODER.raw_decode(text, opening)
+        assistant, position = _DECODER.raw_decode(text, opening)
     except ValueError:
         return None
+    tail = _tail(text, position)
+    return None if tail is None else (assistant, tail)
+
+
+def _tail(text: str, position: int) -> list[Any] | None:
+    """The messages from ``position`` to the end of the list; None when they do not decode."""
     messages: list[Any] = []
     end = len(text)
     while position < end:
@@ -118,15 +134,28 @@ def _tail(text: str) -> list[Any] | None:
     return None
 
 
+def _split_request(value: Any) -> tuple[Any, list[Any]]:
+    """``(the last assistant message, the messages after it)`` of a request's message list (JSON
+    text or a list)."""
+    if isinstance(value, str):
+        split = _split(value)
+        if split is not None:
+            return split
+        value = loads(value, PARSE_LIMIT)
+    if isinstance(value, list):
+        return _last_assistant(value), _after_last_assistant(value)
+    return None, []
+
+
 def request_results(value: Any, max_chars: int) -> ToolResults:
     """The tool results a request's message list (JSON text or a list) carries after its last
     assistant message."""
-    if isinstance(value, str):
-        tail = _tail(value)
-        if tail is None:
-            parsed = loads(value, PARSE_LIMIT)
-            tail = _after_last_assistant(parsed) if isinstance(parsed, list) else []
-        return results_of(tail, max_chars)
-    if isinstance(value, list):
-        return results_of(_after_last_assistant(value), max_chars)
-    return ()
+    return results_of(_split_request(value)[1], max_chars)
+
+
+def resent_calls(value: Any, max_chars: int) -> tuple[RequestedTool, ...]:
+    """The calls of the previous response as a request's message list repeats them (its last
+    assistant message, the one its tool results answer), with their ids: the response's own record
+    may have none (LiteLLM's OpenTelemetry logger records the requested calls without ids)."""
+    assistant, _ = _split_request(value)
+    return assistant_output([assistant], max_chars)[1] if assistant is not None else ()

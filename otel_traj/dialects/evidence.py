@@ -103,14 +103,21 @@ def _dialect_failure(attrs: Mapping[str, Any], max_chars: int) -> tuple[bool, st
 
 
 def _output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output:
-    """The response as the first source that records it has it (text and requested tools together)."""
+    """The response as the first source that records it has it (text and requested tools together).
+    A source that records only the finish reasons gives those; the text and calls then come from the
+    next source that has them (LiteLLM's ``gen_ai.output.messages`` drops the calls of a response
+    that its ``gen_ai.completion.N.function_call.*`` keep)."""
+    reasons: tuple[str, ...] = ()
     for source in fields.MODEL_OUTPUT:
         if source.trigger is not None and source.trigger not in attrs:
             continue
         found: Output | None = source.read(view, attrs, max_chars)
-        if found is not None and (found[0] or found[1] or found[2]):
-            return found
-    return None, (), ()
+        if found is None:
+            continue
+        if found[0] or found[1]:
+            return found[0], found[1], found[2] or reasons
+        reasons = reasons or found[2]
+    return None, (), reasons
 
 
 def _usage(attrs: Mapping[str, Any]) -> Usage:
@@ -148,6 +155,7 @@ def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         input_text=input_text,
         output_text=text,
         tool_results=first_of(fields.MODEL_TOOL_RESULTS, view, attrs, max_chars) or (),
+        resent_calls=semconv.input_calls(view, attrs, max_chars) if semconv.INPUT in attrs else (),
     )
 
 

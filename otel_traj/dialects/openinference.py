@@ -73,7 +73,9 @@ def flat_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str 
 
 
 def flat_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
-    """Tool results after the last assistant message of ``llm.input_messages.N.message.*``."""
+    """Tool results after the last assistant message of ``llm.input_messages.N.message.*``; none when
+    a tool message there has no ``tool_call_id`` (the LiteLLM instrumentation flattens one to its role
+    and content, Haystack's to its role): ``input.value`` keeps them."""
     last_assistant = -1
     count = 0
     for index in range(MAX_MESSAGES):
@@ -92,6 +94,8 @@ def flat_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> To
         for index in range(last_assistant + 1, count)
         if attrs.get(f"llm.input_messages.{index}.message.role") == "tool" and last_assistant >= 0
     ]
+    if any(message["tool_call_id"] is None for message in messages):
+        return None  # read from ``input.value`` (``value_results``)
     return results_of(messages, max_chars) or None
 
 
@@ -168,8 +172,8 @@ def _tail(messages: list[Any], max_chars: int) -> list[Any]:
 
 
 def value_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
-    """Tool results after the last assistant message of ``input.value``'s messages (where Haystack's
-    printed messages keep them; its ``llm.input_messages`` hold the tool messages' roles only)."""
+    """Tool results after the last assistant message of ``input.value``'s messages, JSON or printed
+    (Haystack's), which keep the call ids that ``llm.input_messages`` may leave out."""
     return results_of(_tail(_messages_of(attrs.get("input.value")), max_chars), max_chars) or None
 
 

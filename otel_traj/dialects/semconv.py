@@ -23,9 +23,9 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._results import ToolResults, request_results
+from otel_traj.dialects._results import ToolResults, request_results, resent_calls
 from otel_traj.spanview import SpanView
-from otel_traj.steps import LazyText
+from otel_traj.steps import LazyText, RequestedTool
 
 DIALECT = "semconv"
 MODEL_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
@@ -75,6 +75,12 @@ def input_messages(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> 
 def input_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
     raw = attrs.get(INPUT)
     return request_results(raw, max_chars) or None if raw is not None else None
+
+
+def input_calls(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[RequestedTool, ...]:
+    """The previous response's calls as ``gen_ai.input.messages`` repeats them, ids included."""
+    raw = attrs.get(INPUT)
+    return resent_calls(raw, max_chars) if raw is not None else ()
 
 
 def details_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:

@@ -21,6 +21,7 @@ from otel_traj.dialects._messages import (
     last_assistant_text,
     last_user_text,
     last_user_text_in,
+    requested_tool,
 )
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
@@ -30,6 +31,8 @@ KIND = "traceloop.span.kind"
 ENTITY_INPUT = "traceloop.entity.input"
 ENTITY_OUTPUT = "traceloop.entity.output"
 _INDEXED_CALL_KEYS = ("name", "id", "arguments")
+_FUNCTION_NAME = "function_call.name"
+_FUNCTION_ARGUMENTS = "function_call.arguments"
 
 
 def tool_output(output: Any) -> tuple[Any, Any]:
@@ -88,6 +91,9 @@ def indexed_prompt(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> 
 
 
 def indexed_completion(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
+    """``gen_ai.completion.N.{role, content, finish_reason, tool_calls.M.*}``; a legacy function call
+    ``gen_ai.completion.N.function_call.{name, arguments}`` (LiteLLM's OpenTelemetry logger writes
+    one per requested call, N counting the calls, without ids) is a requested call too."""
     texts: list[str] = []
     tools: list[RequestedTool] = []
     reasons: list[str] = []
@@ -96,7 +102,8 @@ def indexed_completion(view: SpanView, attrs: Mapping[str, Any], max_chars: int)
         role = attrs.get(prefix + "role")
         content = attrs.get(prefix + "content")
         reason = attrs.get(prefix + "finish_reason")
-        if role is None and content is None and reason is None:
+        function = attrs.get(prefix + _FUNCTION_NAME)
+        if role is None and content is None and reason is None and function is None:
             if index == 0:
                 return None
             break
@@ -106,4 +113,7 @@ def indexed_completion(view: SpanView, attrs: Mapping[str, Any], max_chars: int)
         if isinstance(reason, str) and reason:
             reasons.append(reason)
         tools += indexed_tool_calls(attrs, prefix + "tool_calls.", _INDEXED_CALL_KEYS, max_chars)
+        call = requested_tool(function, None, attrs.get(prefix + _FUNCTION_ARGUMENTS), max_chars)
+        if call is not None:
+            tools.append(call)
     return clip_text("\n".join(texts), max_chars) if texts else None, tuple(tools), tuple(reasons)
