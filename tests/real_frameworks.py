@@ -70,6 +70,16 @@ class Recorded:
     model_loop_span: bool = False
 
 
+REAL = Path(__file__).parent / "fixtures" / "real"
+
+
+def run_files(framework: str, scenario: str, ext: str = "otlp.pb") -> list[Path]:
+    """The files of one recorded run: its trace and, where the instrumentation writes the messages as
+    GenAI events (log records), those records (``<scenario>.logs.json``)."""
+    logs = REAL / framework / f"{scenario}.logs.json"
+    return [REAL / framework / f"{scenario}.{ext}", *([logs] if logs.exists() else [])]
+
+
 def speaking(dialect: str, **flags: Any) -> Recorded:
     """A framework whose tool, model and agent spans all speak ``dialect``."""
     return Recorded(tool=dialect, model=dialect, agent=dialect, **flags)
@@ -82,10 +92,9 @@ FRAMEWORKS: dict[str, Recorded] = {
     # boto3 `bedrock-runtime` `converse` in a hand-written loop under OpenTelemetry's contrib botocore
     # instrumentation, the loop's invoke_agent / execute_tool spans from util-genai: the `chat` spans
     # record the model, usage and finish reasons only; the messages, the requested toolUse blocks and
-    # the toolResult blocks sent back are OpenTelemetry log records, not span data.
-    "bedrock_botocore": Recorded(
-        responses=False, requests=False, model_name="anthropic.claude-3-5-sonnet-20240620-v1:0"
-    ),
+    # the toolResult blocks sent back are GenAI events, log records in the chat span's context
+    # (`<scenario>.logs.json`), read with the trace.
+    "bedrock_botocore": Recorded(model_name="anthropic.claude-3-5-sonnet-20240620-v1:0"),
     "beeai_openinference": speaking(
         "openinference",
         span_call_ids=False,

@@ -9,12 +9,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from otel_traj.adapters import read_trace_file
+from otel_traj.adapters.files import read_trace_inputs
 from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import AgentPolicy, parse_policy
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
-from tests.real_frameworks import FRAMEWORKS
+from tests.real_frameworks import FRAMEWORKS, run_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 # Frameworks whose runs show their tool executions, with results (on the tool spans, or in the next
@@ -28,7 +28,7 @@ WITH_TURNS = sorted(
 
 @cache
 def _load(framework: str, scenario: str) -> Trajectory:
-    [trajectory] = trajectories_from_views(read_trace_file(REAL / framework / f"{scenario}.otlp.pb").views)
+    [trajectory] = trajectories_from_views(read_trace_inputs(run_files(framework, scenario)).views)
     return trajectory
 
 

@@ -15,7 +15,7 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import load_policy
 from otel_traj.trajectory import Trajectory
 from tests.real_frameworks import FRAMEWORKS as FRAMEWORKS_RECORD
-from tests.real_frameworks import with_framework_tools
+from tests.real_frameworks import run_files, with_framework_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "tests" / "fixtures" / "real"
@@ -29,7 +29,7 @@ def refund_case() -> GoldenCase:
 
 
 def _trajectory(framework: str, scenario: str) -> Trajectory:
-    [trajectory] = trajectories_from_views(read_trace_files([REAL / framework / f"{scenario}.otlp.pb"]))
+    [trajectory] = trajectories_from_views(read_trace_files(run_files(framework, scenario)))
     return trajectory
 
 

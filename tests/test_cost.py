@@ -21,13 +21,14 @@ from otel_traj.policy import Budget
 from otel_traj.serialize import trajectory_to_dict
 from otel_traj.steps import ModelCall
 from otel_traj.trajectory import Trajectory
+from tests.real_frameworks import run_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FRAMEWORKS = sorted(p.name for p in REAL.iterdir() if (p / "clean.otlp.pb").exists())
 
 
 def real_run(framework: str, kind: str = "clean") -> Trajectory:
-    inputs = read_trace_inputs([str(REAL / framework / f"{kind}.otlp.pb")])
+    inputs = read_trace_inputs(run_files(framework, kind))
     (trajectory,) = trajectories_from_views(inputs.views, AssemblerConfig())
     return trajectory
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from otel_traj.adapters.otlp_proto import views_from_bytes
+from otel_traj.adapters.files import read_trace_inputs
 from otel_traj.dialects import dspy, to_step
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
-from tests.real_frameworks import FRAMEWORKS, Recorded
+from tests.real_frameworks import FRAMEWORKS, Recorded, run_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FIXTURES = sorted(path.with_suffix("").with_suffix("") for path in REAL.glob("*/*.otlp.pb"))
@@ -25,7 +25,7 @@ USER_MESSAGE = "Customer C023 here. I was charged twice for invoice INV-1002, pl
 
 
 def _steps(stem: Path) -> list[Any]:
-    views = views_from_bytes(stem.with_suffix(".otlp.pb").read_bytes())
+    views = read_trace_inputs(run_files(stem.parent.name, stem.name)).views
     steps = [to_step(view) for view in sorted(views, key=lambda v: v.start_ns)]
     return [step for step in steps if step is not None]
 

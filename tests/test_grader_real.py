@@ -19,7 +19,7 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import load_policy
 from otel_traj.verdict import Verdict
 from tests.real_frameworks import FRAMEWORKS as REAL_FRAMEWORKS
-from tests.real_frameworks import with_framework_tools
+from tests.real_frameworks import run_files, with_framework_tools
 from tests.support_trajectories import EXAMPLE_POLICY, example_policy
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -34,7 +34,7 @@ def grader_for(framework: str, tmp: Path) -> Grader:
 
 
 def grade_fixture(framework: str, scenario: str, tmp: Path) -> Verdict:
-    [trajectory] = trajectories_from_views(read_trace_files([REAL / framework / f"{scenario}.otlp.pb"]))
+    [trajectory] = trajectories_from_views(read_trace_files(run_files(framework, scenario)))
     return grader_for(framework, tmp).grade(trajectory)
 
 

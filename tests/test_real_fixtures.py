@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from otel_traj.adapters import read_trace_file
+from otel_traj.adapters.files import read_trace_inputs
 from otel_traj.offline import trajectories_from_views
 from otel_traj.serialize import trajectory_to_dict
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
-from tests.real_frameworks import FRAMEWORKS
+from tests.real_frameworks import FRAMEWORKS, run_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 CASES = sorted((p.parent.name, p.name.removesuffix(".facts.json")) for p in REAL.glob("*/*.facts.json"))
@@ -29,7 +29,7 @@ USER_MESSAGE = "Customer C023 here. I was charged twice for invoice INV-1002, pl
 def load(framework: str, scenario: str, ext: str = "otlp.pb") -> Trajectory:
     # One run per file: a trace without steps (AutoGen records building the agent in a trace of its
     # own) is no run.
-    [trajectory] = trajectories_from_views(read_trace_file(REAL / framework / f"{scenario}.{ext}").views)
+    [trajectory] = trajectories_from_views(read_trace_inputs(run_files(framework, scenario, ext)).views)
     return trajectory
 
 

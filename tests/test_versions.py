@@ -21,6 +21,7 @@ from otel_traj.policy import load_policy, parse_policy
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.trajectory import Trajectory
 from tests.real_frameworks import FRAMEWORKS as REAL_FRAMEWORKS
+from tests.real_frameworks import run_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 POLICY = Path(__file__).parent.parent / "examples" / "policies" / "support_agent.yaml"
@@ -98,7 +99,7 @@ def test_a_contract_change_changes_the_hash_and_nothing_else_does() -> None:
 def test_versions_in_the_json_of_every_real_run() -> None:
     grader = Grader(load_policy(POLICY))
     for folder in sorted(p for p in REAL.iterdir() if (p / "clean.otlp.pb").exists()):
-        inputs = read_trace_inputs([str(folder / "clean.otlp.pb")])
+        inputs = read_trace_inputs(run_files(folder.name, "clean"))
         (trajectory,) = trajectories_from_views(inputs.views, AssemblerConfig())
         data = verdict_to_dict(grader.grade(trajectory))
         assert data["versions"]["agent"] == "1.0.0", folder.name

@@ -20,13 +20,14 @@ import gzip
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from otel_traj.adapters import zstd
 from otel_traj.adapters.batch import SpanBatch
 from otel_traj.adapters.jaeger import is_jaeger_json, views_from_jaeger
+from otel_traj.adapters.log_events import LogEvents, attach, events_from_otlp_json, is_otlp_logs_json
 from otel_traj.adapters.otlp_json import is_otlp_json, views_from_otlp_json
 
 # What directory expansion picks up; files named explicitly are read whatever their name.
@@ -59,11 +60,13 @@ class _Unreadable(Exception):
 
 @dataclass(slots=True)
 class TraceFile:
-    """What one file held. ``format`` names the container, e.g. ``otlp-protobuf``, ``jaeger (gzip)``."""
+    """What one file held. ``format`` names the container, e.g. ``otlp-protobuf``, ``jaeger (gzip)``;
+    ``events``: GenAI content events from OTLP/JSON log records (see ``log_events``), by span."""
 
     path: Path
     format: str
     views: SpanBatch
+    events: LogEvents = field(default_factory=LogEvents)
 
     @property
     def malformed(self) -> int:
@@ -123,26 +126,39 @@ def _json_documents(text: str) -> Iterator[Any]:
         yield doc
 
 
-def _read_json(data: bytes) -> tuple[SpanBatch, str]:
+# What one file or frame decoded to: its views, the shape of its content, the events of its log records.
+_Decoded = tuple[SpanBatch, str, LogEvents]
+
+
+def _json_document(doc: Any) -> _Decoded:
+    if is_otlp_logs_json(doc):
+        return SpanBatch(), "otlp-json logs", events_from_otlp_json(doc)
+    views, shape = views_from_json(doc)
+    return views, shape, LogEvents()
+
+
+def _read_json(data: bytes) -> _Decoded:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         reason = f"neither OTLP protobuf nor UTF-8 JSON (invalid byte at offset {exc.start})"
         raise _Unreadable(reason) from None
-    batch, shapes = _joined(views_from_json(doc) for doc in _json_documents(text))
+    batch, shapes, events = _joined(_json_document(doc) for doc in _json_documents(text))
     if not shapes:
         raise _Unreadable("empty file")
-    return batch, shapes[0] + (" lines" if len(shapes) > 1 else "")
+    return batch, shapes[0] + (" lines" if len(shapes) > 1 else ""), events
 
 
-def _joined(parts: Iterable[tuple[SpanBatch, str]]) -> tuple[SpanBatch, list[str]]:
-    """The views of several documents of one file as one batch, and each document's shape."""
+def _joined(parts: Iterable[_Decoded]) -> tuple[SpanBatch, list[str], LogEvents]:
+    """The views and events of several documents of one file as one, and each document's shape."""
     batch = SpanBatch()
     shapes: list[str] = []
-    for views, shape in parts:
+    events = LogEvents()
+    for views, shape, found in parts:
         batch.extend_batch(views)
         shapes.append(shape)
-    return batch, shapes
+        events.extend(found)
+    return batch, shapes, events
 
 
 def _delimited_frames(data: bytes) -> list[bytes] | None:
@@ -159,13 +175,13 @@ def _delimited_frames(data: bytes) -> list[bytes] | None:
     return frames
 
 
-def _read_zstd_frames(frames: list[bytes]) -> tuple[SpanBatch, str]:
+def _read_zstd_frames(frames: list[bytes]) -> _Decoded:
     """The file exporter with ``compression: zstd``: each frame one compressed request, protobuf or JSON."""
-    batch, shapes = _joined(_decode(_unzstd(frame)) for frame in frames)
-    return batch, f"{shapes[0]} delimited (zstd)"
+    batch, shapes, events = _joined(_decode(_unzstd(frame)) for frame in frames)
+    return batch, f"{shapes[0]} delimited (zstd)", events
 
 
-def _read_protobuf(data: bytes) -> tuple[SpanBatch, str]:
+def _read_protobuf(data: bytes) -> _Decoded:
     # Here, not at import: reading JSON files never loads protobuf.
     from google.protobuf.message import DecodeError
 
@@ -185,7 +201,7 @@ def _read_protobuf(data: bytes) -> tuple[SpanBatch, str]:
             batch.extend_batch(views_from_request(request))
     except DecodeError as exc:
         raise _Unreadable(f"neither OTLP protobuf nor JSON ({exc})") from None
-    return batch, "otlp-protobuf" + (" delimited" if frames is not None else "")
+    return batch, "otlp-protobuf" + (" delimited" if frames is not None else ""), LogEvents()
 
 
 def _looks_like_text(data: bytes) -> bool:
@@ -198,7 +214,7 @@ def _looks_like_text(data: bytes) -> bool:
     return all(byte >= 0x20 or byte in b"\t\r\n" for byte in head)
 
 
-def _decode(data: bytes) -> tuple[SpanBatch, str]:
+def _decode(data: bytes) -> _Decoded:
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
     head = data.lstrip(b" \t\r\n")[:1]
@@ -241,16 +257,16 @@ def read_trace_file(path: str | Path) -> TraceFile:
         raise TraceFileError(path, f"cannot read: {exc.strerror or exc}") from None
     try:
         if data[:2] == _GZIP_MAGIC:
-            views, shape = _decode(_gunzip(data))
-            return TraceFile(path, f"{shape} (gzip)", views)
+            views, shape, events = _decode(_gunzip(data))
+            return TraceFile(path, f"{shape} (gzip)", views, events)
         if data[:4] == zstd.MAGIC:
-            views, shape = _decode(_unzstd(data))
-            return TraceFile(path, f"{shape} (zstd)", views)
-        views, shape = _decode(data)
+            views, shape, events = _decode(_unzstd(data))
+            return TraceFile(path, f"{shape} (zstd)", views, events)
+        views, shape, events = _decode(data)
     except _Unreadable as exc:
         error = NotATraceFileError if exc.other_content else TraceFileError
         raise error(path, exc.reason) from None
-    return TraceFile(path, shape, views)
+    return TraceFile(path, shape, views, events)
 
 
 # Installed JavaScript packages: never searched for traces.
@@ -294,11 +310,14 @@ class SkippedFile:
 
 @dataclass(slots=True)
 class TraceInputs:
-    """What a set of paths held: every span once (``views``), each file read and each passed over."""
+    """What a set of paths held: every span once (``views``, each with the GenAI content events that
+    log records among the files hold for it), each file read and each passed over; ``unattached``:
+    content events whose span is in none of the files."""
 
     views: SpanBatch
     files: list[TraceFile]
     skipped: list[SkippedFile]
+    unattached: int = 0
 
 
 def read_trace_inputs(paths: Iterable[str | Path]) -> TraceInputs:
@@ -334,7 +353,13 @@ def read_trace_inputs(paths: Iterable[str | Path]) -> TraceInputs:
         SkippedFile(path, f"not a trace file name (suffix is none of {suffixes})") for path in ignored
     )
     skipped.sort(key=lambda s: s.path)
-    return TraceInputs(batch, files, skipped)
+    events = LogEvents()
+    for file in files:
+        events.extend(file.events)
+    if not events.by_span:
+        return TraceInputs(batch, files, skipped)
+    views, unattached = attach(batch, events)
+    return TraceInputs(SpanBatch(views, batch.malformed, batch.duplicates), files, skipped, unattached)
 
 
 def read_trace_files(paths: Iterable[str | Path]) -> SpanBatch:

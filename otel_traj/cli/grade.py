@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from otel_traj.adapters import TraceFileError
-from otel_traj.adapters.files import SkippedFile, TraceInputs, read_trace_inputs
+from otel_traj.adapters.files import SkippedFile, TraceFile, TraceInputs, read_trace_inputs
 from otel_traj.cli.inputs import InputError, load_inputs, write_report
 from otel_traj.config import AssemblerConfig
 from otel_traj.grader import Grader
@@ -165,19 +165,31 @@ def _without_trajectory(inputs: TraceInputs, trajectories: list[Trajectory]) -> 
     """The files that were read but hold no span of any trajectory."""
     traced = {t.trace_id for t in trajectories}
     return [
-        SkippedFile(file.path, "no GenAI spans" if file.views else "no spans")
+        SkippedFile(file.path, _why_unused(file))
         for file in inputs.files
         if not any(view.trace_id in traced for view in file.views)
+        and not any(trace_id in traced for trace_id, _ in file.events.by_span)
     ]
+
+
+def _why_unused(file: TraceFile) -> str:
+    if file.views:
+        return "no GenAI spans"
+    return "no GenAI events of a span read" if file.events.by_span else "no spans"
 
 
 def _print_inputs(inputs: TraceInputs, skipped: list[SkippedFile]) -> None:
     passed_over = {s.path for s in skipped}
     for file in inputs.files:
         if file.path not in passed_over:
-            print(f"otel-traj: read {file.path}: {file.format}, {len(file.views)} spans", file=sys.stderr)
+            held = f"{file.events.events} GenAI events" if not file.views else f"{len(file.views)} spans"
+            print(f"otel-traj: read {file.path}: {file.format}, {held}", file=sys.stderr)
     for entry in skipped:
         print(f"otel-traj: skipped {entry.path}: {entry.reason}", file=sys.stderr)
+    if inputs.unattached:
+        print(
+            f"otel-traj: {inputs.unattached} GenAI events from log records name no span read", file=sys.stderr
+        )
 
 
 def _nothing_to_grade(paths: list[str], skipped: list[SkippedFile], listed: bool) -> str:

@@ -72,14 +72,26 @@ def _message_results(message: Any) -> list[tuple[Any, Any]]:
     return [r for r in map(_result, blocks) if r is not None]
 
 
+def _unblocked(value: Any) -> Any:
+    if (
+        isinstance(value, list)
+        and len(value) == 1
+        and isinstance(value[0], Mapping)
+        and value[0].keys() == {"json"}
+    ):
+        return value[0]["json"]
+    return value
+
+
 def results_of(messages: list[Any], max_chars: int) -> ToolResults:
     """The tool results among ``messages`` (the ones after the last assistant message)."""
     pairs: list[tuple[str, str]] = []
     for message in messages:
         for call_id, value in _message_results(message):
             key = as_str(call_id)
-            # A result is any text (JSON of the value, often); a list of text blocks is its text.
-            text = (content_text(value) if isinstance(value, list) else None) or as_text(value)
+            # A result is any text (JSON of the value, often); a list of text blocks is its text, and
+            # Bedrock's one ``{"json": value}`` block its value.
+            text = (content_text(value) if isinstance(value, list) else None) or as_text(_unblocked(value))
             if key is not None and text is not None and len(pairs) < MAX_RESULTS:
                 pairs.append((clip_text(key, max_chars) or key, clip_text(text, max_chars) or ""))
     return tuple(pairs)

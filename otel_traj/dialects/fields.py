@@ -188,6 +188,7 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
     Source("`input.value` (OpenInference)", openinference.value_results, trigger="input.value"),
     Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_results, trigger="ai.prompt.messages"),
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_results, trigger=haystack.LLM_INPUT),
+    Source("events `gen_ai.tool.message` / `gen_ai.user.message`", semconv.events_results),
 )
 
 AGENT_NAME: tuple[Source, ...] = (

@@ -127,7 +127,11 @@ def events_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> O
         name = event.name
         if name == "gen_ai.choice":
             message = event_attrs.get("message")
-            parsed = as_messages(message) if isinstance(message, str) and message[:1] in ("[", "{") else []
+            # A JSON string on a span event; a map when the event came as a log record.
+            structured = isinstance(message, Mapping | list | tuple) or (
+                isinstance(message, str) and message[:1] in ("[", "{")
+            )
+            parsed = as_messages(message) if structured else []
             if parsed and isinstance(parsed[0], Mapping) and ("role" in parsed[0] or "content" in parsed[0]):
                 outputs += parsed
             elif parsed:
@@ -143,3 +147,30 @@ def events_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> O
         return None
     text, requested, message_reasons = assistant_output(outputs, max_chars)
     return text, requested, tuple(reasons) or message_reasons
+
+
+# The request's messages as per-message events, by event name: the role each stands for.
+_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+def _event_message(name: str, event_attrs: Mapping[str, Any]) -> dict[str, Any]:
+    message = {"role": _MESSAGE_EVENTS[name], **event_attrs}
+    if name == "gen_ai.tool.message":
+        message["tool_call_id"] = event_attrs.get("id")
+    return message
+
+
+def events_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
+    """The results sent back after the last assistant message of the per-message events (a
+    ``gen_ai.tool.message`` each, or result blocks in a ``gen_ai.user.message``, as Bedrock sends them)."""
+    messages = [
+        _event_message(event.name, event.attributes or {})
+        for event in view.events
+        if event.name in _MESSAGE_EVENTS
+    ]
+    return request_results(messages, max_chars) or None if messages else None

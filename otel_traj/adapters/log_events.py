@@ -1,0 +1,192 @@
+"""GenAI events sent as OpenTelemetry log records, joined to the spans they were emitted in.
+
+The GenAI semantic conventions define the messages of a model call as events, and an event is a log
+record in the span's context: ``gen_ai.system.message``, ``gen_ai.user.message``,
+``gen_ai.assistant.message``, ``gen_ai.tool.message`` (the request), ``gen_ai.choice`` (the response)
+and ``gen_ai.client.inference.operation.details`` (both, in the newest conventions). Instrumentations
+that follow them (OpenTelemetry's botocore instrumentation for Bedrock, Vertex AI, google-genai, util-genai
+in ``event_only`` mode) record the messages, the calls a model asks for and the results sent back only
+there: their spans hold the model and the usage. A record names its span (trace and span id), so it is
+read as an event of that span: named by the record's event name (or its ``event.name`` attribute, as
+older Logs SDKs write it), its attributes the record's plus, when the body is a map, the body's
+fields. The dialects then read it as they read span events.
+
+Only those event names are kept; any other record (an application's log lines, evaluation results)
+is not part of a run. Records are bounded where they wait for their span (see ``PendingEvents``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from otel_traj.adapters.otlp_json import (
+    MalformedError,
+    any_value,
+    json_array,
+    json_object,
+    parse_id,
+    to_int,
+)
+from otel_traj.adapters.otlp_json import attributes as json_attributes
+from otel_traj.spanview import SpanEvent, SpanView
+
+CONTENT_EVENTS = frozenset(
+    {
+        "gen_ai.system.message",
+        "gen_ai.user.message",
+        "gen_ai.assistant.message",
+        "gen_ai.tool.message",
+        "gen_ai.choice",
+        "gen_ai.client.inference.operation.details",
+    }
+)
+# Older Logs SDKs name an event in this attribute rather than in the record's event_name field.
+EVENT_NAME_ATTRIBUTE = "event.name"
+
+SpanKey = tuple[int, int]
+
+
+def content_event(name: str, time_ns: int, attributes: Mapping[str, Any], body: Any) -> SpanEvent | None:
+    """The span event a log record stands for, or None when it is not a GenAI content event."""
+    if name not in CONTENT_EVENTS:
+        return None
+    merged = {key: value for key, value in attributes.items() if key != EVENT_NAME_ATTRIBUTE}
+    body = _as_json(body)
+    if isinstance(body, dict):
+        merged.update(body)
+    elif body is not None:
+        merged["body"] = body
+    return SpanEvent(name, time_ns, MappingProxyType(merged))
+
+
+def _as_json(value: Any) -> Any:
+    """A body as the JSON it stands for (maps as dicts, arrays as lists), as the message readers take
+    messages, whether it was decoded from OTLP or handed over by the Logs SDK."""
+    if isinstance(value, Mapping):
+        return {str(key): _as_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_json(item) for item in value]
+    return value
+
+
+@dataclass(slots=True)
+class LogEvents:
+    """Content events by the span they belong to; ``records`` counts the log records read,
+    ``malformed`` those that could not be (no ids, wrongly typed fields)."""
+
+    by_span: dict[SpanKey, list[SpanEvent]] = field(default_factory=dict)
+    records: int = 0
+    malformed: int = 0
+
+    def add(self, key: SpanKey, event: SpanEvent) -> None:
+        self.by_span.setdefault(key, []).append(event)
+
+    def extend(self, other: LogEvents) -> None:
+        for key, events in other.by_span.items():
+            self.by_span.setdefault(key, []).extend(events)
+        self.records += other.records
+        self.malformed += other.malformed
+
+    @property
+    def events(self) -> int:
+        return sum(len(events) for events in self.by_span.values())
+
+
+def with_events(view: SpanView, events: Iterable[SpanEvent]) -> SpanView:
+    """``view`` with ``events`` among its own, in time order (a stable sort: records emitted at the
+    same nanosecond keep the order they were emitted in)."""
+    added = list(events)
+    if not added:
+        return view
+    return replace(view, events=sorted((*view.events, *added), key=lambda e: e.timestamp))
+
+
+def attach(views: Iterable[SpanView], events: LogEvents) -> tuple[list[SpanView], int]:
+    """Every view with its content events; and how many events named no view given."""
+    pending = dict(events.by_span)
+    joined = [with_events(view, pending.pop((view.trace_id, view.span_id), ())) for view in views]
+    return joined, sum(len(left) for left in pending.values())
+
+
+def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+    value = obj.get(camel)
+    return obj.get(snake) if value is None else value
+
+
+def _json_record(found: LogEvents, record: Any) -> None:
+    found.records += 1
+    try:
+        obj = json_object(record)
+        attributes = json_attributes(obj.get("attributes"))
+        name = _field(obj, "eventName", "event_name") or attributes.get(EVENT_NAME_ATTRIBUTE)
+        if name not in CONTENT_EVENTS:
+            return
+        raw_trace, raw_span = _field(obj, "traceId", "trace_id"), _field(obj, "spanId", "span_id")
+        if not raw_trace or not raw_span:
+            return  # emitted outside any span: no run's event
+        trace_id, span_id = parse_id(raw_trace, 16), parse_id(raw_span, 8)
+        time_ns = to_int(_field(obj, "timeUnixNano", "time_unix_nano")) or to_int(
+            _field(obj, "observedTimeUnixNano", "observed_time_unix_nano")
+        )
+        event = content_event(name, time_ns, attributes, any_value(obj.get("body")))
+    except (MalformedError, RecursionError):
+        found.malformed += 1
+        return
+    if event is not None and trace_id and span_id:
+        found.add((trace_id, span_id), event)
+
+
+def is_otlp_logs_json(doc: Any) -> bool:
+    return isinstance(doc, dict) and ("resourceLogs" in doc or "resource_logs" in doc)
+
+
+def events_from_otlp_json(doc: Any) -> LogEvents:
+    """The content events of one parsed OTLP/JSON logs document (an ``ExportLogsServiceRequest``)."""
+    found = LogEvents()
+    try:
+        for resource_logs in json_array(_field(json_object(doc), "resourceLogs", "resource_logs")):
+            scopes = _field(json_object(resource_logs), "scopeLogs", "scope_logs")
+            for scope_logs in json_array(scopes):
+                for record in json_array(_field(json_object(scope_logs), "logRecords", "log_records")):
+                    _json_record(found, record)
+    except (MalformedError, RecursionError):
+        found.malformed += 1
+    return found
+
+
+class PendingEvents:
+    """Content events waiting for their span, when the two arrive apart (``serve`` receives logs and
+    traces in requests of their own; the Logs SDK usually exports first). Bounded: past
+    ``max_spans`` spans the oldest are dropped and counted (``dropped``)."""
+
+    def __init__(self, *, max_spans: int) -> None:
+        self.max_spans = max_spans
+        self.dropped = 0
+        self._waiting: OrderedDict[SpanKey, list[SpanEvent]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._waiting)
+
+    def add(self, events: LogEvents) -> None:
+        with self._lock:
+            for key, added in events.by_span.items():
+                self._waiting.setdefault(key, []).extend(added)
+                self._waiting.move_to_end(key)
+            while len(self._waiting) > self.max_spans:
+                _, lost = self._waiting.popitem(last=False)
+                self.dropped += len(lost)
+
+    def take(self, view: SpanView) -> SpanView:
+        """``view`` with the events waiting for it (which stop waiting)."""
+        if not self._waiting:
+            return view
+        with self._lock:
+            events = self._waiting.pop((view.trace_id, view.span_id), None)
+        return with_events(view, events) if events else view
