@@ -267,6 +267,16 @@ def _results_from_requests(models: list[ModelCall], tools: list[ToolCall]) -> No
             if call is not None and model.start_ns >= call.start_ns:
                 call.result = result
                 del missing[call_id]
+                if call_id in model.failed_results:
+                    _failed_by_request(call, result)
+
+
+def _failed_by_request(call: ToolCall, sent: str) -> None:
+    """A call the request sends back as a failure (Anthropic's ``is_error``) failed, with what was
+    sent as its error, when no span shows its outcome: a span that does has the final word."""
+    if not call.observed:
+        call.ok = False
+        call.error_message = sent
 
 
 def _requested_call(model: ModelCall, turn: int, index: int, req: RequestedTool) -> ToolCall:

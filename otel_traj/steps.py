@@ -126,6 +126,8 @@ class ModelCall(_LazyInput):
     # ``(call id, result)`` of the tool results the request sent back for the previous response's
     # calls: a call's result where its own span records none.
     tool_results: tuple[tuple[str, str], ...] = ()
+    # Call ids among them whose results the request sends back as failures (Anthropic's ``is_error``).
+    failed_results: tuple[str, ...] = ()
     input_source: LazyText = None
     output_text: str | None = None
     ok: bool = True

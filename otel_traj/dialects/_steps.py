@@ -186,6 +186,7 @@ def model_call(
     input_text: Any = None,
     output_text: Any = None,
     tool_results: tuple[tuple[str, str], ...] = (),
+    failed_results: tuple[str, ...] = (),
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
     if len(requested) > MAX_REQUESTED:
@@ -205,6 +206,7 @@ def model_call(
         finish_reasons=bounded_value(finish_reasons, max_chars),
         requested_tools=tuple(_requested(tool, max_chars) for tool in requested),
         tool_results=tool_results,
+        failed_results=failed_results,
         input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),
         ok=ok,

@@ -148,6 +148,7 @@ def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         input_text=input_text,
         output_text=text,
         tool_results=first_of(fields.MODEL_TOOL_RESULTS, view, attrs, max_chars) or (),
+        failed_results=first_of(fields.MODEL_FAILED_RESULTS, view, attrs, max_chars) or (),
     )
 
 

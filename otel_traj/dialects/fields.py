@@ -189,6 +189,14 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_results, trigger=haystack.LLM_INPUT),
 )
 
+# Call ids among those results that the request sends back as failures (Anthropic's ``is_error``):
+# the only record of a failed call where no span shows it run. It qualifies the results above and is
+# no row of TABLE of its own.
+MODEL_FAILED_RESULTS: tuple[Source, ...] = (
+    Source(f"`{semconv.INPUT}`", semconv.input_failures, trigger=semconv.INPUT),
+    Source("`input.value` (OpenInference)", openinference.value_failures, trigger="input.value"),
+)
+
 AGENT_NAME: tuple[Source, ...] = (
     attribute("gen_ai.agent.name"),
     attribute("agent.name", note="OpenInference"),

@@ -27,7 +27,7 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._results import ToolResults, results_of
+from otel_traj.dialects._results import ToolResults, request_failures, results_of
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
@@ -90,6 +90,14 @@ def flat_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> To
         if attrs.get(f"llm.input_messages.{index}.message.role") == "tool" and last_assistant >= 0
     ]
     return results_of(messages, max_chars) or None
+
+
+def value_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[str, ...] | None:
+    """Call ids whose results the request body in ``input.value`` sends back as failures: the
+    flattened ``llm.input_messages`` keep a result's text and call id but not the provider's error
+    flag (Anthropic's ``is_error``), which only the body records."""
+    value = attrs.get("input.value")
+    return request_failures(value, max_chars) or None if value is not None else None
 
 
 def flat_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:

@@ -23,7 +23,7 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._results import ToolResults, request_results
+from otel_traj.dialects._results import ToolResults, request_failures, request_results
 from otel_traj.spanview import SpanView
 from otel_traj.steps import LazyText
 
@@ -75,6 +75,11 @@ def input_messages(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> 
 def input_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
     raw = attrs.get(INPUT)
     return request_results(raw, max_chars) or None if raw is not None else None
+
+
+def input_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[str, ...] | None:
+    raw = attrs.get(INPUT)
+    return request_failures(raw, max_chars) or None if raw is not None else None
 
 
 def details_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
