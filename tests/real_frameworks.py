@@ -53,6 +53,10 @@ class Recorded:
     # The results are recorded somewhere: on tool spans or in the next request (Haystack under
     # OpenInference records neither).
     results: bool = True
+    # Without tool spans, the next request marks the failed call's result as a failure (Anthropic's
+    # `is_error`); CrewAI's and Haystack's requests carry no such flag, and OpenLLMetry's record of
+    # Anthropic's requests drops it.
+    request_failures: bool = True
     # Tool spans per call: tools on an MCP server are also recorded by the MCP client's and the
     # server's `tools/call <name>` spans, nested in the framework's own.
     layers: int = 1
@@ -73,6 +77,21 @@ def speaking(dialect: str, **flags: Any) -> Recorded:
 
 FRAMEWORKS: dict[str, Recorded] = {
     "agent_framework": Recorded(),
+    # A hand-written tool loop over the `anthropic` client under openinference-instrumentation-anthropic:
+    # LLM spans only (under the user's plain root span), no tool or agent spans; the calls, their ids
+    # and results are in the flattened `llm.input_messages` / `llm.output_messages`, the failure only
+    # as `is_error` in the request body (`input.value`); `session.id` from `using_attributes` on the
+    # LLM spans.
+    "anthropic_openinference": Recorded(
+        tool=None, model="openinference", agent=None, conversation="trace", model_name="claude-sonnet-4-5"
+    ),
+    # The same loop under OpenLLMetry's opentelemetry-instrumentation-anthropic: `anthropic.chat` spans
+    # with GenAI `gen_ai.input.messages` / `gen_ai.output.messages` (tool_call / tool_call_response
+    # parts with the ids), whose tool_call_response parts drop `is_error`; no conversation id
+    # (association properties need traceloop-sdk).
+    "anthropic_traceloop": Recorded(
+        tool=None, agent=None, conversation=None, request_failures=False, model_name="claude-sonnet-4-5"
+    ),
     "agno_openinference": speaking("openinference", span_call_ids=False),
     "autogen_agentchat": Recorded(span_arguments=False, span_results=False, conversation=None),
     "beeai_openinference": speaking(
@@ -86,7 +105,9 @@ FRAMEWORKS: dict[str, Recorded] = {
         span_call_ids=False,
         input_verbatim=False,
     ),
-    "crewai_traceloop": Recorded(tool=None, agent="traceloop", input_verbatim=False, conversation=None),
+    "crewai_traceloop": Recorded(
+        tool=None, agent="traceloop", input_verbatim=False, conversation=None, request_failures=False
+    ),
     # DSPy ReAct (openinference-instrumentation-dspy, with -litellm for the token counts): the model
     # names the next tool in ChatAdapter sections (no tool calls, no call ids anywhere), the loop
     # ends through ReAct's `finish` tool, and the user's message and the answer are sections of the
@@ -121,6 +142,7 @@ FRAMEWORKS: dict[str, Recorded] = {
         span_call_ids=False,
         call_ids=False,
         results=False,
+        request_failures=False,
         conversation="trace",
     ),
     "google_adk_openinference": speaking(

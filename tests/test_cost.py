@@ -33,7 +33,8 @@ def real_run(framework: str, kind: str = "clean") -> Trajectory:
 
 
 def expected_price(call: ModelCall) -> float:
-    """What genai-prices itself says for the call's usage (the model without its provider prefix)."""
+    """What genai-prices itself says for the call's usage (the model without its provider prefix; the
+    recordings' models are OpenAI's but for the Anthropic client's)."""
     usage = Usage(
         input_tokens=call.input_tokens,
         output_tokens=call.output_tokens,
@@ -42,7 +43,8 @@ def expected_price(call: ModelCall) -> float:
         output_reasoning_tokens=call.reasoning_tokens,
     )
     model = (call.model or "").removeprefix("openai/")
-    return float(calc_price(usage, model, provider_id="openai").total_price)
+    provider = "anthropic" if call.provider == "anthropic" else "openai"
+    return float(calc_price(usage, model, provider_id=provider).total_price)
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

@@ -20,6 +20,7 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import load_policy, parse_policy
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.trajectory import Trajectory
+from tests.real_frameworks import FRAMEWORKS
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 POLICY = Path(__file__).parent.parent / "examples" / "policies" / "support_agent.yaml"
@@ -101,5 +102,5 @@ def test_versions_in_the_json_of_every_real_run() -> None:
         (trajectory,) = trajectories_from_views(inputs.views, AssemblerConfig())
         data = verdict_to_dict(grader.grade(trajectory))
         assert data["versions"]["agent"] == "1.0.0", folder.name
-        assert data["versions"]["models"] in (["gpt-4o-mini"], ["openai/gpt-4o-mini"]), folder.name
+        assert data["versions"]["models"] == [FRAMEWORKS[folder.name].model_name], folder.name
         assert data["versions"]["policy"] == data["policy_version"]
