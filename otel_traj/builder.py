@@ -308,7 +308,18 @@ def _results_from_requests(models: list[ModelCall], tools: list[ToolCall]) -> No
             waiting = missing.get(call_id, [])
             latest = max((i for i, c in enumerate(waiting) if c.start_ns <= model.start_ns), default=None)
             if latest is not None:
-                waiting.pop(latest).result = result
+                call = waiting.pop(latest)
+                call.result = result
+                if call_id in model.failed_results:
+                    _failed_by_request(call, result)
+
+
+def _failed_by_request(call: ToolCall, sent: str) -> None:
+    """A call the request sends back as a failure (Anthropic's ``is_error``) failed, with what was
+    sent as its error, when no span shows its outcome: a span that does has the final word."""
+    if not call.observed:
+        call.ok = False
+        call.error_message = sent
 
 
 def _requested_call(model: ModelCall, turn: int, index: int, req: RequestedTool) -> ToolCall:

@@ -129,6 +129,8 @@ class ModelCall(_LazyInput):
     # The previous response's calls as the request repeats them (its last assistant message): their
     # ids where the response's own record has none.
     resent_calls: tuple[RequestedTool, ...] = ()
+    # Call ids among them whose results the request sends back as failures (Anthropic's ``is_error``).
+    failed_results: tuple[str, ...] = ()
     input_source: LazyText = None
     output_text: str | None = None
     ok: bool = True

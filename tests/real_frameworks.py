@@ -53,6 +53,10 @@ class Recorded:
     # The name the instrumentation gives the agent instead of its own (OpenLLMetry's LlamaIndex root
     # span names the workflow's class).
     agent_alias: str | None = None
+    # Without tool spans, the next request marks the failed call's result as a failure (Anthropic's
+    # `is_error`, Haystack's `error=True`); CrewAI's and the LiteLLM loops' requests carry no such flag
+    # (the failure is only text), and OpenLLMetry's record of Anthropic's requests drops it.
+    request_failures: bool = True
     # Tool spans per call: tools on an MCP server are also recorded by the MCP client's and the
     # server's `tools/call <name>` spans, nested in the framework's own.
     layers: int = 1
@@ -87,6 +91,21 @@ def speaking(dialect: str, **flags: Any) -> Recorded:
 
 FRAMEWORKS: dict[str, Recorded] = {
     "agent_framework": Recorded(),
+    # A hand-written tool loop over the `anthropic` client under openinference-instrumentation-anthropic:
+    # LLM spans only (under the user's plain root span), no tool or agent spans; the calls, their ids
+    # and results are in the flattened `llm.input_messages` / `llm.output_messages`, the failure only
+    # as `is_error` in the request body (`input.value`); `session.id` from `using_attributes` on the
+    # LLM spans.
+    "anthropic_openinference": Recorded(
+        tool=None, model="openinference", agent=None, conversation="trace", model_name="claude-sonnet-4-5"
+    ),
+    # The same loop under OpenLLMetry's opentelemetry-instrumentation-anthropic: `anthropic.chat` spans
+    # with GenAI `gen_ai.input.messages` / `gen_ai.output.messages` (tool_call / tool_call_response
+    # parts with the ids), whose tool_call_response parts drop `is_error`; no conversation id
+    # (association properties need traceloop-sdk).
+    "anthropic_traceloop": Recorded(
+        tool=None, agent=None, conversation=None, request_failures=False, model_name="claude-sonnet-4-5"
+    ),
     "agno_openinference": speaking("openinference", span_call_ids=False),
     "autogen_agentchat": Recorded(span_arguments=False, span_results=False, conversation=None),
     # boto3 `bedrock-runtime` `converse` in a hand-written loop under OpenTelemetry's contrib botocore
@@ -106,7 +125,9 @@ FRAMEWORKS: dict[str, Recorded] = {
         span_call_ids=False,
         input_verbatim=False,
     ),
-    "crewai_traceloop": Recorded(tool=None, agent="traceloop", input_verbatim=False, conversation=None),
+    "crewai_traceloop": Recorded(
+        tool=None, agent="traceloop", input_verbatim=False, conversation=None, request_failures=False
+    ),
     # DSPy ReAct (openinference-instrumentation-dspy, with -litellm for the token counts): the model
     # names the next tool in ChatAdapter sections (no tool calls, no call ids anywhere), the loop
     # ends through ReAct's `finish` tool, and the user's message and the answer are sections of the
@@ -170,7 +191,12 @@ FRAMEWORKS: dict[str, Recorded] = {
     # spans (the calls are the responses' requests, their results the next requests' tool messages,
     # ids from `input.value`); `using_attributes(session_id=…)` puts `session.id` on every model span.
     "litellm_openinference": Recorded(
-        tool=None, model="openinference", agent=None, conversation="trace", model_name="openai/gpt-4o-mini"
+        tool=None,
+        model="openinference",
+        agent=None,
+        conversation="trace",
+        model_name="openai/gpt-4o-mini",
+        request_failures=False,
     ),
     # The same loop under LiteLLM's own OpenTelemetry callback (`callbacks = ["otel"]`,
     # USE_OTEL_LITELLM_REQUEST_SPAN=true): a `litellm_request` chat span per call, GenAI semconv keys
@@ -178,7 +204,12 @@ FRAMEWORKS: dict[str, Recorded] = {
     # responses' calls without ids (`gen_ai.completion.N.function_call.*`: the ids are only in the next
     # request), and no conversation id (request metadata is not recorded).
     "litellm_otel": Recorded(
-        tool=None, model="traceloop", agent=None, conversation=None, response_call_ids=False
+        tool=None,
+        model="traceloop",
+        agent=None,
+        conversation=None,
+        response_call_ids=False,
+        request_failures=False,
     ),
     "llamaindex_openinference": Recorded(
         tool="openinference", model="openinference", agent=None, span_call_ids=False, conversation="trace"

@@ -188,6 +188,18 @@ def test_requested_tools_match_executed_calls(stem: Path) -> None:
 
 
 @pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_requests_mark_the_failed_results(stem: Path) -> None:
+    facts, recorded = _facts(stem), _recorded(stem)
+    if recorded.tool is not None:
+        return  # the tool spans say which call failed
+    models = [s for s in _steps(stem) if isinstance(s, ModelCall)]
+    failed = [call_id for m in models for call_id in m.failed_results]
+    expected = sum(not c["ok"] for c in facts["tool_calls"]) if recorded.request_failures else 0
+    assert len(failed) == expected
+    assert all(any(call_id == r for m in models for r, _ in m.tool_results) for call_id in failed)
+
+
+@pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_agent_run_and_dialects(stem: Path) -> None:
     facts, recorded = _facts(stem), _recorded(stem)
     steps = _steps(stem)

@@ -1,14 +1,17 @@
 """Tool results a model request sends back, read from the end of its message list, and given to
-the calls whose spans recorded none."""
+the calls whose spans recorded none; the results it flags as failures fail the calls no span shows."""
 
 from __future__ import annotations
 
 import json
 
 from otel_traj.builder import build_trajectory
-from otel_traj.dialects._results import request_results, resent_calls
+from otel_traj.dialects import to_step
+from otel_traj.dialects._messages import assistant_output
+from otel_traj.dialects._results import request_failures, request_results, resent_calls
 from otel_traj.records import TraceContext
 from otel_traj.steps import ModelCall, RequestedTool, ToolCall
+from tests.dialect_spans import record
 
 ASK = {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]}
 
@@ -144,3 +147,120 @@ def test_a_response_recorded_without_ids_takes_them_from_the_request_that_repeat
     third = ModelCall(span_id=3, start_ns=20 * ms, end_ns=25 * ms, input_tokens=1, resent_calls=other)
     calls = build_trajectory(TraceContext(trace_id=1), [first, second, third]).tool_calls
     assert [(c.name, c.call_id, c.result) for c in calls] == [("a", "c1", "ra"), ("b", "c2", "rb")]
+
+
+# Anthropic's Messages API: the calls are `tool_use` blocks of the assistant message, the results
+# `tool_result` blocks of the next user message, a failure flagged with `is_error`.
+ANTHROPIC_ASK = {
+    "role": "assistant",
+    "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "a"}},
+        {"type": "tool_use", "id": "toolu_2", "name": "pay", "input": {"n": 2}},
+    ],
+}
+ANTHROPIC_RESULTS = {
+    "role": "user",
+    "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "found"}]},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "gateway timeout", "is_error": True},
+    ],
+}
+
+
+def test_anthropic_content_blocks_give_calls_results_and_failures() -> None:
+    messages = [{"role": "user", "content": "hi"}, ANTHROPIC_ASK, ANTHROPIC_RESULTS]
+    _, requested, _ = assistant_output([ANTHROPIC_ASK], 4096)
+    assert requested == (
+        RequestedTool(name="lookup", call_id="toolu_1", arguments_text='{"q": "a"}'),
+        RequestedTool(name="pay", call_id="toolu_2", arguments_text='{"n": 2}'),
+    )
+    assert request_results(json.dumps(messages), 4096) == (
+        ("toolu_1", "found"),
+        ("toolu_2", "gateway timeout"),
+    )
+    assert request_failures(json.dumps(messages), 4096) == ("toolu_2",)
+    # A request body (OpenInference's `input.value`) holds the list under `messages`.
+    body = {"model": "m", "messages": messages, "tools": [{"name": "pay", "description": "no error here"}]}
+    assert request_failures(json.dumps(body), 4096) == ("toolu_2",)
+    assert request_failures(body, 4096) == ("toolu_2",)
+    # Only the results after the last assistant message are the request's own.
+    assert request_failures(json.dumps([*messages, ANTHROPIC_ASK]), 4096) == ()
+    succeeded = {**ANTHROPIC_RESULTS, "content": ANTHROPIC_RESULTS["content"][:1]}
+    assert request_failures(json.dumps([*messages[:2], succeeded]), 4096) == ()
+
+
+def test_other_failure_flags_of_sent_back_results() -> None:
+    messages = [
+        ASK,
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "b1", "status": "error", "content": []}}]},
+        {
+            "role": "user",
+            "content": [{"toolResult": {"toolUseId": "b2", "status": "success", "content": []}}],
+        },
+        {
+            "role": "tool",
+            "content": [{"type": "tool-result", "toolCallId": "v1", "output": {"type": "error-text"}}],
+        },
+        {
+            "role": "tool",
+            "content": [{"type": "tool-result", "toolCallId": "v2", "output": {"type": "text"}}],
+        },
+    ]
+    assert request_failures(messages, 4096) == ("b1", "v1")
+
+
+def test_openinference_failure_flag_only_in_the_request_body() -> None:
+    """The flattened messages keep a result's text and id; the body in `input.value` its `is_error`."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}, ANTHROPIC_ASK, ANTHROPIC_RESULTS]}
+    attributes = {
+        "openinference.span.kind": "LLM",
+        "input.value": json.dumps(body),
+        "input.mime_type": "application/json",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "hi",
+        "llm.input_messages.1.message.role": "assistant",
+        "llm.input_messages.2.message.role": "tool",
+        "llm.input_messages.2.message.tool_call_id": "toolu_1",
+        "llm.input_messages.2.message.content": "found",
+        "llm.input_messages.3.message.role": "tool",
+        "llm.input_messages.3.message.tool_call_id": "toolu_2",
+        "llm.input_messages.3.message.content": "gateway timeout",
+        "llm.token_count.prompt": 10,
+        "llm.token_count.completion": 1,
+    }
+    model = to_step(record("messages.create", attributes))
+    assert isinstance(model, ModelCall)
+    assert model.tool_results == (("toolu_1", "found"), ("toolu_2", "gateway timeout"))
+    assert model.failed_results == ("toolu_2",)
+
+
+def test_a_call_no_span_shows_fails_when_the_request_says_so() -> None:
+    ms = 1_000_000
+    first = ModelCall(
+        span_id=1,
+        end_ns=5 * ms,
+        input_tokens=1,
+        output_tokens=1,
+        requested_tools=(RequestedTool(name="a", call_id="c1"), RequestedTool(name="b", call_id="c2")),
+    )
+    second = ModelCall(
+        span_id=2,
+        start_ns=20 * ms,
+        end_ns=25 * ms,
+        input_tokens=1,
+        output_tokens=1,
+        tool_results=(("c1", "timeout"), ("c2", "done")),
+        failed_results=("c1",),
+    )
+    calls = build_trajectory(TraceContext(trace_id=1), [first, second]).tool_calls
+    assert [(c.name, c.observed, c.ok, c.error_message) for c in calls] == [
+        ("a", False, False, "timeout"),
+        ("b", False, True, None),
+    ]
+    # A span that shows the call has the final word on its outcome.
+    a = ToolCall(name="a", span_id=3, start_ns=6 * ms, end_ns=8 * ms, call_id="c1")
+    calls = build_trajectory(TraceContext(trace_id=1), [first, a, second]).tool_calls
+    assert sorted((c.name, c.observed, c.ok, c.result) for c in calls) == [
+        ("a", True, True, "timeout"),
+        ("b", False, True, "done"),
+    ]

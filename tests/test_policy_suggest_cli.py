@@ -28,9 +28,10 @@ MIN_RUNS = ["--min-runs", "10"]
 
 
 def _successful(framework: str) -> int:
-    """Successful runs of a framework setup: the violating one; the clean one too when no tool span
-    shows its failed call."""
-    return 2 if FRAMEWORKS[framework].tool is None else 1
+    """Successful runs of a framework setup: the violating one; the clean one too when neither a tool
+    span nor the request that sends its result back shows its failed call."""
+    recorded = FRAMEWORKS[framework]
+    return 2 if recorded.tool is None and not recorded.request_failures else 1
 
 
 # Two runs per framework setup. The runs of setups that name the agent are support_agent's; the

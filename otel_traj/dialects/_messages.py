@@ -1,8 +1,9 @@
 """Chat messages in the shapes instrumentations record them, reduced to what a step needs.
 
 Accepted shapes (one list may mix them): GenAI semconv ``{role, parts: [{type: text|tool_call}]}``,
-OpenAI chat ``{role, content, tool_calls: [{id, function: {name, arguments}}]}``, Bedrock/Strands
-content blocks ``[{text}, {toolUse}]``, Vercel AI SDK ``[{type: text|tool-call}]`` and Gemini/ADK
+OpenAI chat ``{role, content, tool_calls: [{id, function: {name, arguments}}]}``, Anthropic content
+blocks ``[{type: text}, {type: tool_use, id, name, input}]``, Bedrock/Strands content blocks
+``[{text}, {toolUse}]``, Vercel AI SDK ``[{type: text|tool-call}]`` and Gemini/ADK
 ``{role, parts: [{text}, {function_call}]}``.
 """
 
@@ -204,6 +205,8 @@ def _block_call(block: Any, max_chars: int) -> RequestedTool | None:
         # OpenAI Responses API output item: ``id`` names the item, ``call_id`` the call.
         call_id = block.get("call_id") or block.get("id")
         return requested_tool(block.get("name"), call_id, block.get("arguments"), max_chars)
+    if kind == "tool_use":  # Anthropic
+        return requested_tool(block.get("name"), block.get("id"), block.get("input"), max_chars)
     if kind == "tool-call":
         arguments = block.get("input", block.get("args"))
         return requested_tool(block.get("toolName"), block.get("toolCallId"), arguments, max_chars)

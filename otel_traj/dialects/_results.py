@@ -6,10 +6,16 @@ OpenLLMetry records no tool span at all), so the trajectory builder takes a call
 next request that answers its call id. Only the messages after the request's last assistant message
 are new: they are read from the end of the text, so a request that repeats a long conversation is
 not parsed in full. Accepted shapes: OpenAI ``{"role": "tool", "tool_call_id", "content"}``, GenAI
-semconv parts ``{"type": "tool_call_response", "id", "response" (or "result")}``, Vercel AI SDK ``{"type":
-"tool-result", "toolCallId", "output"}``, Bedrock ``{"toolResult": {"toolUseId", "content"}}``,
-Gemini ``{"function_response": {"id", "response"}}``, Haystack ``{"tool_call_result": {"result",
-"origin": {"id"}}}`` and Responses API ``function_call_output``.
+semconv parts ``{"type": "tool_call_response", "id", "response" (or "result")}``, Anthropic content
+blocks ``{"type": "tool_result", "tool_use_id", "content"}``, Vercel AI SDK ``{"type": "tool-result",
+"toolCallId", "output"}``, Bedrock ``{"toolResult": {"toolUseId", "content"}}``, Gemini
+``{"function_response": {"id", "response"}}``, Haystack ``{"tool_call_result": {"result", "origin":
+{"id"}}}`` and Responses API ``function_call_output``.
+
+Some shapes also say that the result reports a failure: Anthropic's ``is_error: true``, Bedrock's
+``status: "error"``, the Vercel AI SDK's ``error-text`` / ``error-json`` outputs. Where no span shows
+the call run (a hand-written loop traced at the model client only), that flag is the only record of
+its failure (``request_failures``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,9 @@ ToolResults = tuple[tuple[str, str], ...]
 MAX_RESULTS = 128
 _DECODER = json.JSONDecoder()
 _ASSISTANT_MARKERS = ('"role": "assistant"', '"role":"assistant"', '"role": "model"', '"role":"model"')
+_ERROR_OUTPUTS = frozenset({"error-text", "error-json"})
+# Every failure flag above contains this text: a request without it is not parsed for failures.
+_ERROR_MARK = "error"
 
 
 def _result(block: Any) -> tuple[Any, Any] | None:
@@ -37,6 +46,8 @@ def _result(block: Any) -> tuple[Any, Any] | None:
     if kind == "tool_call_response":
         # ``result`` in pydantic-ai's record of the part, ``response`` in the conventions.
         return block.get("id"), block.get("response", block.get("result"))
+    if kind == "tool_result":
+        return block.get("tool_use_id"), block.get("content")
     if kind == "tool-result":
         return block.get("toolCallId"), block.get("output", block.get("result"))
     if kind == "function_call_output":
@@ -54,22 +65,40 @@ def _result(block: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def _message_results(message: Any) -> list[tuple[Any, Any]]:
+def _failed(block: Mapping[str, Any]) -> bool:
+    """Whether a result block says that the call failed."""
+    if block.get("is_error") is True:  # Anthropic
+        return True
+    nested = block.get("toolResult")
+    if isinstance(nested, Mapping) and nested.get("status") == "error":  # Bedrock
+        return True
+    nested = block.get("tool_call_result")
+    if isinstance(nested, Mapping) and nested.get("error") is True:  # Haystack
+        return True
+    output = block.get("output")
+    return isinstance(output, Mapping) and output.get("type") in _ERROR_OUTPUTS  # Vercel AI SDK
+
+
+def _result_blocks(message: Any) -> list[Mapping[str, Any]]:
+    """The blocks of a message that carry a tool result (the message itself when it is one)."""
     if not isinstance(message, Mapping):
         return []
-    if message.get("role") == "tool" and "tool_call_id" in message:
-        # LiteLLM's OpenTelemetry logger keeps OpenAI's ``tool_call_id`` beside semconv text parts.
-        content = message.get("content")
-        return [(message.get("tool_call_id"), content if content is not None else message.get("parts"))]
-    found = _result(message)
-    if found is not None:
-        return [found]
+    if (message.get("role") == "tool" and "tool_call_id" in message) or _result(message) is not None:
+        return [message]
     blocks = message.get("parts")
     if not isinstance(blocks, list):
         blocks = message.get("content")
     if not isinstance(blocks, list):
         return []
-    return [r for r in map(_result, blocks) if r is not None]
+    return [block for block in blocks if _result(block) is not None]
+
+
+def _message_results(message: Any) -> list[tuple[Any, Any]]:
+    if isinstance(message, Mapping) and message.get("role") == "tool" and "tool_call_id" in message:
+        # LiteLLM's OpenTelemetry logger keeps OpenAI's ``tool_call_id`` beside semconv text parts.
+        content = message.get("content")
+        return [(message.get("tool_call_id"), content if content is not None else message.get("parts"))]
+    return [found for found in map(_result, _result_blocks(message)) if found is not None]
 
 
 def _unblocked(value: Any) -> Any:
@@ -147,16 +176,38 @@ def _tail(text: str, position: int) -> list[Any] | None:
 
 
 def _split_request(value: Any) -> tuple[Any, list[Any]]:
-    """``(the last assistant message, the messages after it)`` of a request's message list (JSON
-    text or a list)."""
+    """``(the last assistant message, the messages after it)`` of a request's message list or of a
+    request body ``{"messages": [...]}`` (OpenInference's ``input.value``), as JSON text or parsed."""
     if isinstance(value, str):
         split = _split(value)
         if split is not None:
             return split
         value = loads(value, PARSE_LIMIT)
+    if isinstance(value, Mapping):
+        value = value.get("messages")
     if isinstance(value, list):
         return _last_assistant(value), _after_last_assistant(value)
     return None, []
+
+
+def failures_of(messages: list[Any], max_chars: int) -> tuple[str, ...]:
+    """The call ids of the results among ``messages`` that report a failure."""
+    found: list[str] = []
+    for message in messages:
+        for block in _result_blocks(message):
+            result = _result(block) if _failed(block) else None
+            key = as_str(result[0]) if result is not None else None
+            if key is not None and len(found) < MAX_RESULTS:
+                found.append(clip_text(key, max_chars) or key)
+    return tuple(found)
+
+
+def request_failures(value: Any, max_chars: int) -> tuple[str, ...]:
+    """The call ids whose results a request (a message list, or a request body with one) sends back
+    as failures, after its last assistant message."""
+    if isinstance(value, str) and _ERROR_MARK not in value:
+        return ()
+    return failures_of(_split_request(value)[1], max_chars)
 
 
 def request_results(value: Any, max_chars: int) -> ToolResults:

@@ -187,6 +187,7 @@ def model_call(
     output_text: Any = None,
     tool_results: tuple[tuple[str, str], ...] = (),
     resent_calls: tuple[RequestedTool, ...] = (),
+    failed_results: tuple[str, ...] = (),
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
     if len(requested) > MAX_REQUESTED:
@@ -207,6 +208,7 @@ def model_call(
         requested_tools=tuple(_requested(tool, max_chars) for tool in requested),
         tool_results=tool_results,
         resent_calls=tuple(_requested(tool, max_chars) for tool in resent_calls[:MAX_REQUESTED]),
+        failed_results=failed_results,
         input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),
         ok=ok,

@@ -191,6 +191,14 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
     Source("events `gen_ai.tool.message` / `gen_ai.user.message`", semconv.events_results),
 )
 
+# Call ids among those results that the request sends back as failures (Anthropic's ``is_error``,
+# Bedrock's ``status: error``): the only record of a failed call where no span shows it run.
+MODEL_FAILED_RESULTS: tuple[Source, ...] = (
+    Source(f"`{semconv.INPUT}`", semconv.input_failures, trigger=semconv.INPUT),
+    Source("`input.value` (OpenInference)", openinference.value_failures, trigger="input.value"),
+    Source("events `gen_ai.user.message`", semconv.events_failures),
+)
+
 AGENT_NAME: tuple[Source, ...] = (
     attribute("gen_ai.agent.name"),
     attribute("agent.name", note="OpenInference"),
@@ -272,6 +280,7 @@ TABLE: dict[str, tuple[Source, ...]] = {
     "model output (text, requested tools, finish reasons)": MODEL_OUTPUT,
     "model input (the user's last message)": MODEL_INPUT,
     "tool results sent back in the model input": MODEL_TOOL_RESULTS,
+    "tool results sent back as failures": MODEL_FAILED_RESULTS,
     "agent name": AGENT_NAME,
     "conversation id": CONVERSATION_ID,
     "agent input": AGENT_INPUT,

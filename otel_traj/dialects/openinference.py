@@ -30,7 +30,7 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._results import MAX_RESULTS, ToolResults, results_of
+from otel_traj.dialects._results import MAX_RESULTS, ToolResults, failures_of, results_of
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
@@ -97,6 +97,16 @@ def flat_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> To
     if any(message["tool_call_id"] is None for message in messages):
         return None  # read from ``input.value`` (``value_results``)
     return results_of(messages, max_chars) or None
+
+
+def value_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[str, ...] | None:
+    """Call ids whose results the request in ``input.value`` sends back as failures: the flattened
+    ``llm.input_messages`` keep a result's text and call id but not the provider's error flag
+    (Anthropic's ``is_error``, Haystack's printed ``error=True``), which only the request records."""
+    value = attrs.get("input.value")
+    if not isinstance(value, str) or "error" not in value:
+        return None
+    return failures_of(_tail(_messages_of(value), max_chars), max_chars) or None
 
 
 def flat_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:

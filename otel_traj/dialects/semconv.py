@@ -23,7 +23,7 @@ from otel_traj.dialects._messages import (
     last_user_text,
     last_user_text_in,
 )
-from otel_traj.dialects._results import ToolResults, request_results, resent_calls
+from otel_traj.dialects._results import ToolResults, request_failures, request_results, resent_calls
 from otel_traj.spanview import SpanView
 from otel_traj.steps import LazyText, RequestedTool
 
@@ -81,6 +81,11 @@ def input_calls(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tup
     """The previous response's calls as ``gen_ai.input.messages`` repeats them, ids included."""
     raw = attrs.get(INPUT)
     return resent_calls(raw, max_chars) if raw is not None else ()
+
+
+def input_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[str, ...] | None:
+    raw = attrs.get(INPUT)
+    return request_failures(raw, max_chars) or None if raw is not None else None
 
 
 def details_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
@@ -165,12 +170,23 @@ def _event_message(name: str, event_attrs: Mapping[str, Any]) -> dict[str, Any]:
     return message
 
 
-def events_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
-    """The results sent back after the last assistant message of the per-message events (a
-    ``gen_ai.tool.message`` each, or result blocks in a ``gen_ai.user.message``, as Bedrock sends them)."""
-    messages = [
+def _event_messages(view: SpanView) -> list[dict[str, Any]]:
+    return [
         _event_message(event.name, event.attributes or {})
         for event in view.events
         if event.name in _MESSAGE_EVENTS
     ]
+
+
+def events_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
+    """The results sent back after the last assistant message of the per-message events (a
+    ``gen_ai.tool.message`` each, or result blocks in a ``gen_ai.user.message``, as Bedrock sends them)."""
+    messages = _event_messages(view) if view.events else []
     return request_results(messages, max_chars) or None if messages else None
+
+
+def events_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[str, ...] | None:
+    """Call ids whose results the per-message events send back as failures (Bedrock's ``toolResult``
+    with ``status: error``; ``gen_ai.tool.message`` keeps no status)."""
+    messages = _event_messages(view) if view.events else []
+    return request_failures(messages, max_chars) or None if messages else None
