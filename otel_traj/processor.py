@@ -16,15 +16,18 @@ from typing import TYPE_CHECKING
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from otel_traj.adapters.log_events import DROPPED_EVENTS, PendingEvents
 from otel_traj.adapters.sdk import from_readable_span, trace_id_of
 from otel_traj.assembler import SpanReader
 from otel_traj.config import AssemblerConfig
 from otel_traj.dialects import may_be_step
 from otel_traj.grader import Grader
 from otel_traj.live import live_scope, subject_attributes
+from otel_traj.log_processor import GenAIEventProcessor
 from otel_traj.pipeline import Pipeline, VerdictCallback
 from otel_traj.policy import Policy, load_policy
 from otel_traj.sinks.base import Sink
+from otel_traj.spanview import SpanView, Wanted
 from otel_traj.stats import PipelineStats
 
 if TYPE_CHECKING:
@@ -81,10 +84,15 @@ class TrajectoryProcessor(SpanProcessor):
             policy = load_policy(policy)
         self.policy = policy
         config = config or AssemblerConfig()
+        stats = PipelineStats()
+        self._events = PendingEvents(
+            max_spans=config.max_traces, on_drop=lambda n: stats.count_dropped(DROPPED_EVENTS, n)
+        )
+        # Add it to the application's LoggerProvider when its instrumentations emit GenAI events.
+        self.log_record_processor = GenAIEventProcessor(self._events, stats)
         callbacks = [on_verdict] if callable(on_verdict) else list(on_verdict)
         grader: Grader | None = None
         live = None
-        stats = PipelineStats()
         if policy is not None:
             grader = Grader(policy, stats)
             live = live_scope(policy)
@@ -101,7 +109,7 @@ class TrajectoryProcessor(SpanProcessor):
             callbacks=callbacks,
             config=config,
             stats=stats,
-            reader=SpanReader(view=from_readable_span, trace_id=trace_id_of),
+            reader=SpanReader(view=self._read, trace_id=trace_id_of),
             live=live,
             conversations=conversations or _conversations(policy),
         )
@@ -117,6 +125,10 @@ class TrajectoryProcessor(SpanProcessor):
         self._started, self._ended = open_spans.started, open_spans.ended
         self._ended_spans, self._max_backlog = open_spans.ended_spans, config.max_backlog
         self._drain_at = min(DRAIN_AT, config.max_backlog)
+
+    def _read(self, span: ReadableSpan, wanted: Wanted) -> SpanView:
+        """The view of an ended span with the GenAI events emitted as log records while it ran."""
+        return self._events.take(from_readable_span(span, wanted))
 
     def _register_health(self) -> None:
         """Health metrics of this pipeline and of its sinks (once each, however often called)."""
@@ -185,3 +197,4 @@ class TrajectoryProcessor(SpanProcessor):
     def shutdown(self) -> None:
         self._shut_down = True
         self.pipeline.shutdown()
+        self._events.discard()

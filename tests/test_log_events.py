@@ -1,18 +1,28 @@
 """GenAI events sent as log records (the messages of the contrib botocore instrumentation's Bedrock
 spans, among others), joined to the spans they were emitted in: from OTLP/JSON logs files next to the
-traces, and with nothing but the model spans and those records a run is rebuilt whole."""
+traces, in-process through the Logs SDK, and in ``serve`` over OTLP; with nothing but the model spans
+and those records a run is rebuilt whole."""
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
+from opentelemetry._logs import LogRecord
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import set_span_in_context
 
+from otel_traj import TrajectoryProcessor
 from otel_traj.adapters.files import read_trace_inputs
 from otel_traj.adapters.log_events import (
+    MAX_EVENTS_PER_SPAN,
     LogEvents,
     PendingEvents,
     attach,
@@ -20,9 +30,13 @@ from otel_traj.adapters.log_events import (
     events_from_otlp_json,
 )
 from otel_traj.cli import main
+from otel_traj.config import AssemblerConfig
 from otel_traj.offline import trajectories_from_views
+from otel_traj.serve import Service
 from otel_traj.spanview import SpanEvent, SpanView
+from otel_traj.verdict import Verdict
 from tests.real_frameworks import REAL
+from tests.serve_helpers import local_settings, post
 
 BEDROCK = REAL / "bedrock_botocore"
 TRACE_ID = "7be69f7e74538dbb4a7c9e7fb4298680"
@@ -114,15 +128,18 @@ def test_events_join_their_span_in_time_order_and_the_rest_are_counted() -> None
 
 def test_pending_events_are_bounded_and_taken_by_their_span() -> None:
     pending = PendingEvents(max_spans=2)
+    event = content_event("gen_ai.user.message", 1, {}, {"content": "hi"})
+    assert event is not None
     for span_id in (1, 2, 3):
         found = LogEvents()
-        event = content_event("gen_ai.user.message", span_id, {}, {"content": "hi"})
-        assert event is not None
         found.add((7, span_id), event)
-        pending.add(found)
+        pending.add_all(found)
     assert (len(pending), pending.dropped) == (2, 1)  # the oldest span's event made room
+    for _ in range(MAX_EVENTS_PER_SPAN + 5):
+        pending.add((7, 3), event)
+    assert pending.dropped == 1 + 6  # a span keeps MAX_EVENTS_PER_SPAN events
     view = SpanView(trace_id=7, span_id=3, parent_id=None, name="chat", start_ns=0, end_ns=1)
-    assert [e.name for e in pending.take(view).events] == ["gen_ai.user.message"]
+    assert len(pending.take(view).events) == MAX_EVENTS_PER_SPAN
     assert pending.take(view).events == () and len(pending) == 1
 
 
@@ -168,3 +185,98 @@ def test_grade_reads_log_files_given_or_found_beside_the_traces(
     (tmp_path / "clean.otlp.json").unlink()
     assert main(["grade", str(tmp_path)]) == 2
     assert "clean.logs.json (no GenAI events of a span read)" in capsys.readouterr().err
+
+
+def test_in_process_the_events_emitted_while_a_span_runs_are_graded_with_it() -> None:
+    # The recorded Bedrock chat spans made again with the SDK, and each one's recorded GenAI events
+    # emitted through the Logs SDK while it runs, as the botocore instrumentation emits them.
+    recorded = read_trace_inputs([BEDROCK / "clean.otlp.json"]).views
+    events = events_from_otlp_json(json.loads((BEDROCK / "clean.logs.json").read_text()))
+    verdicts: list[Verdict] = []
+    processor = TrajectoryProcessor(on_verdict=verdicts.append)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(processor.log_record_processor)
+    tracer = provider.get_tracer("support")
+    logger = logger_provider.get_logger("opentelemetry.instrumentation.botocore.bedrock-runtime")
+    logger.emit(LogRecord(event_name="gen_ai.user.message", body={"content": "outside any span"}))
+    with tracer.start_as_current_span("support_agent"):
+        for view in sorted((v for v in recorded if v.name.startswith("chat ")), key=lambda v: v.start_ns):
+            with tracer.start_as_current_span(view.name, attributes=dict(view.attributes)):
+                logger.emit(LogRecord(event_name="app.log", body="not a GenAI event"))
+                for event in events.by_span[(view.trace_id, view.span_id)]:
+                    body = {k: v for k, v in event.attributes.items() if k != "gen_ai.system"}
+                    attributes = {"gen_ai.system": "aws.bedrock"}
+                    logger.emit(LogRecord(event_name=event.name, body=body, attributes=attributes))
+    assert processor.force_flush()
+    [verdict] = verdicts
+    facts = json.loads((BEDROCK / "clean.facts.json").read_text())
+    run = verdict.trajectory
+    assert [(c.name, c.arguments, c.call_id) for c in run.tool_calls] == [
+        (call["name"], call["arguments"], f"call_{i + 1}") for i, call in enumerate(facts["tool_calls"])
+    ]
+    assert all(c.result for c in run.tool_calls) and run.final_answer == facts["final_answer"]
+    assert processor.stats.internal_errors == 0 and "log_events" not in processor.stats.dropped
+    processor.shutdown()
+
+
+def test_in_process_events_whose_span_never_ends_are_dropped_and_counted() -> None:
+    processor = TrajectoryProcessor(config=AssemblerConfig(max_traces=2))
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(processor.log_record_processor)
+    tracer, logger = provider.get_tracer("t"), logger_provider.get_logger("t")
+    for _ in range(3):  # spans that are never ended: their events wait, two spans' worth at most
+        span = tracer.start_span("chat m", attributes={"gen_ai.operation.name": "chat"})
+        context = set_span_in_context(span)
+        logger.emit(LogRecord(event_name="gen_ai.user.message", body={"content": "hi"}, context=context))
+    assert processor.stats.dropped["log_events"] == 1
+    processor.shutdown()
+
+
+def _served(tmp_path: Path) -> tuple[Service, list[Verdict], str]:
+    service = Service(local_settings(tmp_path))
+    verdicts: list[Verdict] = []
+    service.pipeline.add_callback(verdicts.append)
+    ports = service.start()
+    return service, verdicts, f"http://127.0.0.1:{ports.http}"
+
+
+def _logs_protobuf(path: Path) -> bytes:
+    """The recorded OTLP/JSON logs request as protobuf, as the OTLP/HTTP log exporter sends it."""
+    doc = json.loads(path.read_text())
+    for resource in doc["resourceLogs"]:
+        for scope in resource["scopeLogs"]:
+            for found in scope["logRecords"]:
+                for key in ("traceId", "spanId"):
+                    found[key] = base64.b64encode(bytes.fromhex(found[key])).decode()
+    return json_format.Parse(json.dumps(doc), ExportLogsServiceRequest()).SerializeToString()
+
+
+def test_serve_reads_a_span_with_the_events_received_before_it(tmp_path: Path) -> None:
+    service, verdicts, url = _served(tmp_path)
+    try:
+        assert post(f"{url}/v1/logs", _logs_protobuf(BEDROCK / "clean.logs.json"))[0] == 200
+        assert post(f"{url}/v1/traces", (BEDROCK / "clean.otlp.pb").read_bytes())[0] == 200
+    finally:
+        service.stop()
+    [verdict] = verdicts
+    # The calls are joined to the responses that asked for them: those are only in the events.
+    assert [c.turn for c in verdict.trajectory.tool_calls] == [0, 0, 1, 2]
+    assert service.logs.records()["content"] == 33
+    assert "log_events" not in service.stats.snapshot().dropped
+
+
+def test_serve_counts_the_events_that_came_after_their_span(tmp_path: Path) -> None:
+    service, verdicts, url = _served(tmp_path)
+    try:
+        assert post(f"{url}/v1/traces", (BEDROCK / "clean.otlp.pb").read_bytes())[0] == 200
+        logs = (BEDROCK / "clean.logs.json").read_bytes()
+        assert post(f"{url}/v1/logs", logs, "application/json")[0] == 200
+    finally:
+        service.stop()
+    [verdict] = verdicts
+    assert {c.turn for c in verdict.trajectory.tool_calls} == {None}
+    assert service.stats.snapshot().dropped["log_events"] == 33

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -118,27 +118,34 @@ def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
     return obj.get(snake) if value is None else value
 
 
+def json_record_event(
+    obj: Mapping[str, Any], name: str, attributes: Mapping[str, Any]
+) -> tuple[SpanKey, SpanEvent] | None:
+    """The span and event of one OTLP/JSON log record named ``name`` (a content event's), or None when
+    it was emitted outside any span; raises ``MalformedError`` on wrongly typed fields."""
+    raw_trace, raw_span = _field(obj, "traceId", "trace_id"), _field(obj, "spanId", "span_id")
+    if not raw_trace or not raw_span:
+        return None
+    trace_id, span_id = parse_id(raw_trace, 16), parse_id(raw_span, 8)
+    time_ns = to_int(_field(obj, "timeUnixNano", "time_unix_nano")) or to_int(
+        _field(obj, "observedTimeUnixNano", "observed_time_unix_nano")
+    )
+    event = content_event(name, time_ns, attributes, any_value(obj.get("body")))
+    return ((trace_id, span_id), event) if event is not None and trace_id and span_id else None
+
+
 def _json_record(found: LogEvents, record: Any) -> None:
     found.records += 1
     try:
         obj = json_object(record)
         attributes = json_attributes(obj.get("attributes"))
         name = _field(obj, "eventName", "event_name") or attributes.get(EVENT_NAME_ATTRIBUTE)
-        if name not in CONTENT_EVENTS:
-            return
-        raw_trace, raw_span = _field(obj, "traceId", "trace_id"), _field(obj, "spanId", "span_id")
-        if not raw_trace or not raw_span:
-            return  # emitted outside any span: no run's event
-        trace_id, span_id = parse_id(raw_trace, 16), parse_id(raw_span, 8)
-        time_ns = to_int(_field(obj, "timeUnixNano", "time_unix_nano")) or to_int(
-            _field(obj, "observedTimeUnixNano", "observed_time_unix_nano")
-        )
-        event = content_event(name, time_ns, attributes, any_value(obj.get("body")))
+        joined = json_record_event(obj, name, attributes) if name in CONTENT_EVENTS else None
     except (MalformedError, RecursionError):
         found.malformed += 1
         return
-    if event is not None and trace_id and span_id:
-        found.add((trace_id, span_id), event)
+    if joined is not None:
+        found.add(*joined)
 
 
 def is_otlp_logs_json(doc: Any) -> bool:
@@ -159,14 +166,22 @@ def events_from_otlp_json(doc: Any) -> LogEvents:
     return found
 
 
-class PendingEvents:
-    """Content events waiting for their span, when the two arrive apart (``serve`` receives logs and
-    traces in requests of their own; the Logs SDK usually exports first). Bounded: past
-    ``max_spans`` spans the oldest are dropped and counted (``dropped``)."""
+# Events kept for one span at most (the SDK's default limit of events on a span).
+MAX_EVENTS_PER_SPAN = 128
+# otel_traj_dropped_total{reason}: events whose span never came, or past a span's cap.
+DROPPED_EVENTS = "log_events"
 
-    def __init__(self, *, max_spans: int) -> None:
+
+class PendingEvents:
+    """Content events waiting for their span: emitted while it runs (in-process), or received before
+    it (``serve`` gets logs and traces in requests of their own; the Logs SDK usually exports first).
+    Bounded: at most ``MAX_EVENTS_PER_SPAN`` a span, and past ``max_spans`` spans the oldest are
+    dropped; ``dropped`` counts the events lost either way."""
+
+    def __init__(self, *, max_spans: int, on_drop: Callable[[int], None] | None = None) -> None:
         self.max_spans = max_spans
         self.dropped = 0
+        self._on_drop = on_drop
         self._waiting: OrderedDict[SpanKey, list[SpanEvent]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -174,17 +189,45 @@ class PendingEvents:
         with self._lock:
             return len(self._waiting)
 
-    def add(self, events: LogEvents) -> None:
+    def add(self, key: SpanKey, event: SpanEvent) -> None:
+        with self._lock:
+            self._add(key, (event,))
+
+    def add_all(self, events: LogEvents) -> None:
         with self._lock:
             for key, added in events.by_span.items():
-                self._waiting.setdefault(key, []).extend(added)
-                self._waiting.move_to_end(key)
-            while len(self._waiting) > self.max_spans:
-                _, lost = self._waiting.popitem(last=False)
-                self.dropped += len(lost)
+                self._add(key, added)
+
+    def _add(self, key: SpanKey, added: Iterable[SpanEvent]) -> None:
+        lost = 0
+        waiting = self._waiting.get(key)
+        if waiting is None:
+            waiting = self._waiting[key] = []
+            if len(self._waiting) > self.max_spans:
+                lost += len(self._waiting.popitem(last=False)[1])
+        for event in added:
+            if len(waiting) < MAX_EVENTS_PER_SPAN:
+                waiting.append(event)
+            else:
+                lost += 1
+        if lost:
+            self.dropped += lost
+            if self._on_drop is not None:
+                self._on_drop(lost)
+
+    def discard(self) -> None:
+        """Drop (and count) every event still waiting: their spans will not come (shutdown)."""
+        with self._lock:
+            lost = sum(len(events) for events in self._waiting.values())
+            self._waiting.clear()
+        if lost:
+            self.dropped += lost
+            if self._on_drop is not None:
+                self._on_drop(lost)
 
     def take(self, view: SpanView) -> SpanView:
-        """``view`` with the events waiting for it (which stop waiting)."""
+        """``view`` with the events waiting for it (which stop waiting). A service that receives no
+        such events pays a dict's truth test a span."""
         if not self._waiting:
             return view
         with self._lock:

@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field
 
 from otel_traj.adapters.batch import SpanBatch
+from otel_traj.adapters.log_events import PendingEvents
 from otel_traj.pipeline import Pipeline
 
 logger = logging.getLogger("otel_traj.serve")
@@ -89,10 +90,14 @@ class ReceiverStats:
 class Ingest:
     """Feeds decoded batches to the pipeline's assembler, or refuses them whole."""
 
-    def __init__(self, pipeline: Pipeline, retry_after_s: float = 1.0) -> None:
+    def __init__(
+        self, pipeline: Pipeline, retry_after_s: float = 1.0, events: PendingEvents | None = None
+    ) -> None:
         self.pipeline = pipeline
         self.assembler = pipeline.assembler
         self.max_traces = self.assembler.config.max_traces
+        # GenAI events received as log records before their spans (``LogIngest`` adds them).
+        self.events = events if events is not None else PendingEvents(max_spans=self.max_traces)
         self.retry_after_s = retry_after_s
         self.stats = ReceiverStats()
         self._lock = threading.Lock()
@@ -116,8 +121,8 @@ class Ingest:
     def accept(self, batch: SpanBatch) -> Accepted:
         """Add every span of ``batch`` or none; raises :class:`Refused` when over capacity."""
         # Reading spans is the expensive part; it happens before any lock is taken.
-        make_record = self.assembler.make_record
-        records = [make_record(view) for view in batch]
+        make_record, take = self.assembler.make_record, self.events.take
+        records = [make_record(take(view)) for view in batch]
         with self._lock:
             if self._closed:
                 raise Refused("shutting down", self.retry_after_s)

@@ -1,14 +1,17 @@
-"""OTLP logs in ``serve`` (``POST /v1/logs`` and ``LogsService/Export``): the conversation tier.
+"""OTLP logs in ``serve`` (``POST /v1/logs`` and ``LogsService/Export``): the conversation tier, and
+the GenAI events that instrumentations record as log records.
 
 In a fleet the traces of one conversation reach different replicas (traces are routed by trace id).
 Each replica emits ``gen_ai.evaluation.result`` events, and the outcome event of a run in a
 conversation carries the run's summary (``otel_traj.trace.summary``, JSON). A Collector routes those
 records by ``gen_ai.conversation.id`` to the replica that assembles the conversation; it receives them
 here and adds each summary to its conversations, which are graded as the ones it holds from its own
-traces are. Any other log record is accepted and counted as ``ignored``.
+traces are. A GenAI content event (``gen_ai.user.message``, ``gen_ai.choice``, ...; see
+``adapters.log_events``) waits for the span it was emitted in, which the traces' ``Ingest`` reads with
+it. Any other log record is accepted and counted as ``ignored``.
 
-A request is taken whole (refused only while shutting down); a summary that cannot be read is
-counted ``invalid`` and reported in ``partial_success.rejected_log_records``. With
+A request is taken whole (refused only while shutting down); a summary or an event that cannot be
+read is counted ``invalid`` and reported in ``partial_success.rejected_log_records``. With
 ``--conversations-from traces`` (the default) a replica grades conversations from the traces it
 grades itself and counts received summaries as ``disabled``: adding them too would grade each turn
 it has seen twice and the conversation in part.
@@ -29,34 +32,57 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from otel_traj.adapters.log_events import (
+    CONTENT_EVENTS,
+    EVENT_NAME_ATTRIBUTE,
+    LogEvents,
+    PendingEvents,
+    SpanKey,
+    content_event,
+    json_record_event,
+)
 from otel_traj.adapters.otlp_json import MalformedError, json_array, json_object
 from otel_traj.adapters.otlp_json import attributes as json_attributes
+from otel_traj.adapters.otlp_proto import any_value
+from otel_traj.adapters.otlp_proto import attributes as proto_attributes
 from otel_traj.conversations import Conversations, TraceSummary
 from otel_traj.serve.codec import encode, load_json
 from otel_traj.serve.ingest import REQUEST_RESULTS, InvalidRequest, ReceiverStats, Refused
 from otel_traj.sinks.evaluation_records import EVENT_NAME, SUMMARY
+from otel_traj.spanview import SpanEvent
 
 logger = logging.getLogger("otel_traj.serve")
 
 # What became of each received log record (otel_traj_log_records_total{result}).
-RECORD_RESULTS = ("summary", "ignored", "invalid", "no_conversation", "disabled")
-# Older Logs SDKs name an event in this attribute rather than in the record's event_name field.
-_EVENT_NAME_ATTRIBUTE = "event.name"
+RECORD_RESULTS = ("summary", "content", "ignored", "invalid", "no_conversation", "disabled")
 _MAX_TRACE_ID = 1 << 128
 
 
 @dataclass(slots=True)
 class LogBatch:
-    """The summaries of one request; ``records`` counts every log record, ``ignored`` those without
-    a summary, ``invalid`` the summaries that could not be read."""
+    """The summaries and the GenAI content events of one request; ``records`` counts every log
+    record, ``content`` the GenAI content events (``events``, by the span they were emitted in),
+    ``ignored`` the records that are neither, ``invalid`` those that could not be read."""
 
     summaries: list[TraceSummary] = field(default_factory=list)
+    events: LogEvents = field(default_factory=LogEvents)
     records: int = 0
+    content: int = 0
     ignored: int = 0
     invalid: int = 0
+
+    def add_content(self, joined: tuple[SpanKey, SpanEvent] | None) -> None:
+        """A content event's record, joined to its span (None: emitted outside any, ignored)."""
+        self.records += 1
+        if joined is None:
+            self.ignored += 1
+        else:
+            self.content += 1
+            self.events.add(*joined)
 
     def read(self, event_name: str, summary: Any) -> None:
         self.records += 1
@@ -87,7 +113,9 @@ class LogsAccepted:
     def message(self) -> str:
         if not self.rejected:
             return ""
-        return f"{self.rejected} log records rejected: an {SUMMARY} that is not a trace summary"
+        return (
+            f"{self.rejected} log records rejected: an {SUMMARY} that is not a trace summary, or unreadable"
+        )
 
 
 def _wanted(kvs: Iterable[KeyValue]) -> tuple[str, Any]:
@@ -98,7 +126,7 @@ def _wanted(kvs: Iterable[KeyValue]) -> tuple[str, Any]:
             which = kv.value.WhichOneof("value")
             # Anything but a string is not a summary (and is counted invalid).
             summary = kv.value.string_value if which == "string_value" else kv.value
-        elif kv.key == _EVENT_NAME_ATTRIBUTE and kv.value.WhichOneof("value") == "string_value":
+        elif kv.key == EVENT_NAME_ATTRIBUTE and kv.value.WhichOneof("value") == "string_value":
             event_name = kv.value.string_value
     return event_name, summary
 
@@ -114,8 +142,22 @@ def decode_logs_protobuf(data: bytes) -> LogBatch:
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
                 named, summary = _wanted(record.attributes)
-                batch.read(record.event_name or named, summary)
+                name = record.event_name or named
+                if name in CONTENT_EVENTS:
+                    batch.add_content(_content_event(record, name))
+                else:
+                    batch.read(name, summary)
     return batch
+
+
+def _content_event(record: LogRecord, name: str) -> tuple[SpanKey, SpanEvent] | None:
+    if len(record.trace_id) != 16 or len(record.span_id) != 8:
+        return None  # emitted outside any span (or ids of a wrong size)
+    key = (int.from_bytes(record.trace_id), int.from_bytes(record.span_id))
+    time_ns = record.time_unix_nano or record.observed_time_unix_nano
+    body = any_value(record.body) if record.HasField("body") else None
+    event = content_event(name, time_ns, proto_attributes(record.attributes), body)
+    return (key, event) if event is not None and all(key) else None
 
 
 def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
@@ -143,12 +185,17 @@ def _read_json(batch: LogBatch, record: Any) -> None:
     try:
         obj = json_object(record)
         attributes = json_attributes(obj.get("attributes"))
-        event_name = _field(obj, "eventName", "event_name") or attributes.get(_EVENT_NAME_ATTRIBUTE) or ""
+        event_name = _field(obj, "eventName", "event_name") or attributes.get(EVENT_NAME_ATTRIBUTE) or ""
+        content = event_name in CONTENT_EVENTS
+        joined = json_record_event(obj, event_name, attributes) if content else None
     except (MalformedError, RecursionError):
         batch.records += 1
         batch.invalid += 1
         return
-    batch.read(str(event_name), attributes.get(SUMMARY))
+    if content:
+        batch.add_content(joined)
+    else:
+        batch.read(str(event_name), attributes.get(SUMMARY))
 
 
 def logs_response(accepted: LogsAccepted) -> ExportLogsServiceResponse:
@@ -167,10 +214,18 @@ class LogIngest:
     """Adds the summaries of received log records to ``conversations`` (when ``enabled``: the
     service assembles conversations from logs), and counts every record by what became of it."""
 
-    def __init__(self, conversations: Conversations, enabled: bool, retry_after_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        conversations: Conversations,
+        enabled: bool,
+        retry_after_s: float = 1.0,
+        events: PendingEvents | None = None,
+    ) -> None:
         self.conversations = conversations
         self.enabled = enabled
         self.retry_after_s = retry_after_s
+        # GenAI content events wait here for their spans (the traces' Ingest takes them).
+        self.events = events
         self.stats = ReceiverStats()
         self._records = dict.fromkeys(RECORD_RESULTS, 0)
         self._lock = threading.Lock()
@@ -207,8 +262,11 @@ class LogIngest:
                 "received trace summaries, counted as disabled: this replica grades conversations "
                 "from its own traces (start it with --conversations-from logs to take them)"
             )
+        if self.events is not None and batch.events.by_span:
+            self.events.add_all(batch.events)
         with self._lock:
             self._records["summary"] += added
+            self._records["content"] += batch.content
             self._records["no_conversation"] += missing
             self._records["disabled"] += 0 if self.enabled else len(batch.summaries)
             self._records["ignored"] += batch.ignored
@@ -237,8 +295,9 @@ class LogsCollector(Collector):
         records = CounterMetricFamily(
             "otel_traj_log_records",
             "OTLP log records received, by what became of them: summary (added to a conversation), "
-            "ignored (no trace summary), invalid (an unreadable summary, rejected), no_conversation "
-            "(its agent's policy has no conversation section), disabled (--conversations-from traces).",
+            "content (a GenAI event joined to its span), ignored (neither, or emitted outside a span), "
+            "invalid (unreadable, rejected), no_conversation (its agent's policy has no conversation "
+            "section), disabled (--conversations-from traces).",
             labels=["result"],
         )
         for result, n in self._logs.records().items():

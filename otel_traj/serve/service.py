@@ -26,6 +26,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from uvicorn.config import create_ssl_context
 
+from otel_traj.adapters.log_events import DROPPED_EVENTS, PendingEvents
 from otel_traj.conversations import Conversations
 from otel_traj.judge.sink import JudgeSink
 from otel_traj.pipeline import Pipeline
@@ -161,8 +162,13 @@ class Service:
             live=self.policy.live,
             conversations=self.conversations,
         )
-        self.ingest = Ingest(self.pipeline, settings.retry_after_s)
-        self.logs = LogIngest(self.conversations, from_logs, settings.retry_after_s)
+        # GenAI events received as log records wait here for their spans (bounded; what is lost is
+        # counted as dropped{reason="log_events"}).
+        events = PendingEvents(
+            max_spans=config.max_traces, on_drop=lambda n: self.stats.count_dropped(DROPPED_EVENTS, n)
+        )
+        self.ingest = Ingest(self.pipeline, settings.retry_after_s, events)
+        self.logs = LogIngest(self.conversations, from_logs, settings.retry_after_s, events)
         registry: CollectorRegistry = self.prometheus.registry
         register_service_metrics(registry, self.ingest.stats, self.tls)
         registry.register(LogsCollector(self.logs))
@@ -285,6 +291,8 @@ class Service:
         if self._servers:
             self._servers[0].should_exit = True
         self.pipeline.shutdown()
+        # Events still waiting name spans that never came: lost, and counted as such.
+        self.ingest.events.discard()
         # The operations port goes last: /metrics stays scrapeable while the pipeline drains.
         for server in self._servers:
             server.should_exit = True
