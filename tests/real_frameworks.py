@@ -249,6 +249,10 @@ FRAMEWORKS: dict[str, Recorded] = {
         call_ids=False,
     ),
     "openai_v2": Recorded(),
+    # The same loop with util-genai's capture mode `event_only`: no content on any span (tool spans
+    # without arguments or results); each chat span's messages are a
+    # `gen_ai.client.inference.operation.details` log record (`<scenario>.logs.json`).
+    "openai_v2_events": Recorded(span_arguments=False, span_results=False),
     "pydantic_ai": Recorded(agent="pydantic_ai"),
     # pydantic-ai with its tools on an MCP server over stdio (MCPToolset → FastMCP client → the MCP
     # SDK's server in a subprocess): each call is also FastMCP's `tools/call <name>` CLIENT span and

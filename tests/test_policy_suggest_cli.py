@@ -22,7 +22,12 @@ from tests.real_frameworks import FRAMEWORKS
 from tests.suggest_traffic import percentile
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL = sorted(str(p) for p in (ROOT / "tests" / "fixtures" / "real").glob("*/*.otlp.pb"))
+# Every recorded run: its trace and, where the instrumentation writes the messages as log records, those.
+REAL = sorted(
+    str(p)
+    for pattern in ("*/*.otlp.pb", "*/*.logs.json")
+    for p in (ROOT / "tests" / "fixtures" / "real").glob(pattern)
+)
 SUBJECT = ["--subject-attribute", "app.customer_id"]
 MIN_RUNS = ["--min-runs", "10"]
 

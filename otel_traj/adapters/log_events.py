@@ -55,7 +55,8 @@ def content_event(name: str, time_ns: int, attributes: Mapping[str, Any], body: 
     """The span event a log record stands for, or None when it is not a GenAI content event."""
     if name not in CONTENT_EVENTS:
         return None
-    merged = {key: value for key, value in attributes.items() if key != EVENT_NAME_ATTRIBUTE}
+    # Attributes of log records may hold maps and arrays too (the operation-details event's messages).
+    merged = {key: _as_json(value) for key, value in attributes.items() if key != EVENT_NAME_ATTRIBUTE}
     body = _as_json(body)
     if isinstance(body, dict):
         merged.update(body)
