@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -28,6 +28,7 @@ from otel_traj.adapters.otlp_json import (
     MalformedError,
     any_value,
     json_array,
+    json_field,
     json_object,
     parse_id,
     to_int,
@@ -114,22 +115,17 @@ def attach(views: Iterable[SpanView], events: LogEvents) -> tuple[list[SpanView]
     return joined, sum(len(left) for left in pending.values())
 
 
-def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
-    value = obj.get(camel)
-    return obj.get(snake) if value is None else value
-
-
 def json_record_event(
     obj: Mapping[str, Any], name: str, attributes: Mapping[str, Any]
 ) -> tuple[SpanKey, SpanEvent] | None:
     """The span and event of one OTLP/JSON log record named ``name`` (a content event's), or None when
     it was emitted outside any span; raises ``MalformedError`` on wrongly typed fields."""
-    raw_trace, raw_span = _field(obj, "traceId", "trace_id"), _field(obj, "spanId", "span_id")
+    raw_trace, raw_span = json_field(obj, "traceId", "trace_id"), json_field(obj, "spanId", "span_id")
     if not raw_trace or not raw_span:
         return None
     trace_id, span_id = parse_id(raw_trace, 16), parse_id(raw_span, 8)
-    time_ns = to_int(_field(obj, "timeUnixNano", "time_unix_nano")) or to_int(
-        _field(obj, "observedTimeUnixNano", "observed_time_unix_nano")
+    time_ns = to_int(json_field(obj, "timeUnixNano", "time_unix_nano")) or to_int(
+        json_field(obj, "observedTimeUnixNano", "observed_time_unix_nano")
     )
     event = content_event(name, time_ns, attributes, any_value(obj.get("body")))
     return ((trace_id, span_id), event) if event is not None and trace_id and span_id else None
@@ -140,7 +136,7 @@ def _json_record(found: LogEvents, record: Any) -> None:
     try:
         obj = json_object(record)
         attributes = json_attributes(obj.get("attributes"))
-        name = _field(obj, "eventName", "event_name") or attributes.get(EVENT_NAME_ATTRIBUTE)
+        name = json_field(obj, "eventName", "event_name") or attributes.get(EVENT_NAME_ATTRIBUTE)
         joined = json_record_event(obj, name, attributes) if name in CONTENT_EVENTS else None
     except (MalformedError, RecursionError):
         found.malformed += 1
@@ -153,15 +149,21 @@ def is_otlp_logs_json(doc: Any) -> bool:
     return isinstance(doc, dict) and ("resourceLogs" in doc or "resource_logs" in doc)
 
 
+def json_log_records(doc: Any) -> Iterator[Any]:
+    """Every log record of a parsed OTLP/JSON logs request (``resourceLogs`` → ``scopeLogs`` →
+    ``logRecords``, snake_case accepted); raises ``MalformedError`` where its structure is not that."""
+    for resource_logs in json_array(json_field(json_object(doc), "resourceLogs", "resource_logs")):
+        scopes = json_field(json_object(resource_logs), "scopeLogs", "scope_logs")
+        for scope_logs in json_array(scopes):
+            yield from json_array(json_field(json_object(scope_logs), "logRecords", "log_records"))
+
+
 def events_from_otlp_json(doc: Any) -> LogEvents:
     """The content events of one parsed OTLP/JSON logs document (an ``ExportLogsServiceRequest``)."""
     found = LogEvents()
     try:
-        for resource_logs in json_array(_field(json_object(doc), "resourceLogs", "resource_logs")):
-            scopes = _field(json_object(resource_logs), "scopeLogs", "scope_logs")
-            for scope_logs in json_array(scopes):
-                for record in json_array(_field(json_object(scope_logs), "logRecords", "log_records")):
-                    _json_record(found, record)
+        for record in json_log_records(doc):
+            _json_record(found, record)
     except (MalformedError, RecursionError):
         found.malformed += 1
     return found

@@ -36,7 +36,8 @@ class MalformedError(ValueError):
     """One entry (span, attribute, id) that cannot be read; its span is skipped and counted."""
 
 
-def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+def json_field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+    """A field under its lowerCamelCase name, else its snake_case one (both are OTLP/JSON in the wild)."""
     value = obj.get(camel)
     return obj.get(snake) if value is None else value
 
@@ -186,7 +187,7 @@ def _event(obj: Any) -> SpanEvent:
     obj = json_object(obj)
     return SpanEvent(
         _str(obj.get("name")),
-        to_int(_field(obj, "timeUnixNano", "time_unix_nano")),
+        to_int(json_field(obj, "timeUnixNano", "time_unix_nano")),
         attributes(obj.get("attributes")) or EMPTY,
     )
 
@@ -194,11 +195,11 @@ def _event(obj: Any) -> SpanEvent:
 def span_view(obj: Any, resource: Mapping[str, Any], scope_name: str) -> SpanView:
     """One OTLP/JSON span; raises ``MalformedError`` if it lacks valid ids or has wrong types."""
     obj = json_object(obj)
-    trace_id = parse_id(_field(obj, "traceId", "trace_id"), 16)
-    span_id = parse_id(_field(obj, "spanId", "span_id"), 8)
+    trace_id = parse_id(json_field(obj, "traceId", "trace_id"), 16)
+    span_id = parse_id(json_field(obj, "spanId", "span_id"), 8)
     if not trace_id or not span_id:
         raise MalformedError("all-zero trace or span id")
-    parent = _field(obj, "parentSpanId", "parent_span_id")
+    parent = json_field(obj, "parentSpanId", "parent_span_id")
     status = json_object(obj.get("status"))
     kind = _enum(obj.get("kind"), _KINDS, "SPAN_KIND_")
     code = _enum(status.get("code"), _STATUS_CODES, "STATUS_CODE_")
@@ -209,8 +210,8 @@ def span_view(obj: Any, resource: Mapping[str, Any], scope_name: str) -> SpanVie
         span_id=span_id,
         parent_id=(parse_id(parent, 8) or None) if parent else None,
         name=_str(obj.get("name")),
-        start_ns=to_int(_field(obj, "startTimeUnixNano", "start_time_unix_nano")),
-        end_ns=to_int(_field(obj, "endTimeUnixNano", "end_time_unix_nano")),
+        start_ns=to_int(json_field(obj, "startTimeUnixNano", "start_time_unix_nano")),
+        end_ns=to_int(json_field(obj, "endTimeUnixNano", "end_time_unix_nano")),
         attributes=attributes(obj.get("attributes")) or EMPTY,
         events=tuple(_event(e) for e in events) if events else (),
         status_code=code if 0 <= code <= 2 else 0,
@@ -225,7 +226,7 @@ def span_view(obj: Any, resource: Mapping[str, Any], scope_name: str) -> SpanVie
 
 def _scope_spans(obj: Any, resource: Mapping[str, Any], batch: SpanBatch) -> None:
     obj = json_object(obj)
-    scope = _field(obj, "scope", "instrumentationLibrary")
+    scope = json_field(obj, "scope", "instrumentationLibrary")
     if scope is None:
         scope = obj.get("instrumentation_library")
     scope_name = _str(json_object(scope).get("name"))
@@ -239,9 +240,9 @@ def _scope_spans(obj: Any, resource: Mapping[str, Any], batch: SpanBatch) -> Non
 def _resource_spans(obj: Any, batch: SpanBatch) -> None:
     obj = json_object(obj)
     resource = attributes(json_object(obj.get("resource")).get("attributes")) or EMPTY
-    groups = _field(obj, "scopeSpans", "scope_spans")
+    groups = json_field(obj, "scopeSpans", "scope_spans")
     if groups is None:
-        groups = _field(obj, "instrumentationLibrarySpans", "instrumentation_library_spans")
+        groups = json_field(obj, "instrumentationLibrarySpans", "instrumentation_library_spans")
     for group in json_array(groups):
         try:
             _scope_spans(group, resource, batch)

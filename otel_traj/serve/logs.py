@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,9 +43,10 @@ from otel_traj.adapters.log_events import (
     PendingEvents,
     SpanKey,
     content_event,
+    json_log_records,
     json_record_event,
 )
-from otel_traj.adapters.otlp_json import MalformedError, json_array, json_object
+from otel_traj.adapters.otlp_json import MalformedError, json_field, json_object
 from otel_traj.adapters.otlp_json import attributes as json_attributes
 from otel_traj.adapters.otlp_proto import any_value
 from otel_traj.adapters.otlp_proto import attributes as proto_attributes
@@ -160,22 +161,14 @@ def _content_event(record: LogRecord, name: str) -> tuple[SpanKey, SpanEvent] | 
     return (key, event) if event is not None and all(key) else None
 
 
-def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
-    value = obj.get(camel)
-    return obj.get(snake) if value is None else value
-
-
 def decode_logs_json(data: bytes) -> LogBatch:
     """OTLP/JSON (lowerCamelCase keys; snake_case accepted as for traces). A record that is not a
     well-formed object counts as invalid; a request whose structure is not OTLP is a 400."""
     doc = load_json(data)
     batch = LogBatch()
     try:
-        for resource_logs in json_array(_field(json_object(doc), "resourceLogs", "resource_logs")):
-            scopes = _field(json_object(resource_logs), "scopeLogs", "scope_logs")
-            for scope_logs in json_array(scopes):
-                for record in json_array(_field(json_object(scope_logs), "logRecords", "log_records")):
-                    _read_json(batch, record)
+        for record in json_log_records(doc):
+            _read_json(batch, record)
     except MalformedError as exc:
         raise InvalidRequest(f"not an OTLP/JSON logs request: {exc}") from None
     return batch
@@ -185,7 +178,7 @@ def _read_json(batch: LogBatch, record: Any) -> None:
     try:
         obj = json_object(record)
         attributes = json_attributes(obj.get("attributes"))
-        event_name = _field(obj, "eventName", "event_name") or attributes.get(EVENT_NAME_ATTRIBUTE) or ""
+        event_name = json_field(obj, "eventName", "event_name") or attributes.get(EVENT_NAME_ATTRIBUTE) or ""
         content = event_name in CONTENT_EVENTS
         joined = json_record_event(obj, event_name, attributes) if content else None
     except (MalformedError, RecursionError):
