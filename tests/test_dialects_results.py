@@ -60,24 +60,31 @@ def test_only_results_after_the_last_assistant_message_are_read() -> None:
     assert request_results(json.dumps([{"role": "user", "content": "first turn"}]), 4096) == ()
 
 
-def test_a_call_without_a_result_takes_the_one_sent_back_and_a_recorded_one_is_kept() -> None:
-    ms = 1_000_000
-    first = ModelCall(
-        span_id=1,
-        start_ns=0,
-        end_ns=5 * ms,
-        input_tokens=1,
-        output_tokens=1,
-        requested_tools=(RequestedTool(name="a", call_id="c1"), RequestedTool(name="b", call_id="c2")),
-    )
+MS = 1_000_000
+
+
+def asked_then_answered(
+    results: tuple[tuple[str, str], ...], failed: tuple[str, ...] = ()
+) -> tuple[ModelCall, ModelCall]:
+    """A response asking for calls ``a`` (c1) and ``b`` (c2), then the request sending ``results``
+    back (``failed``: the ids it sends back as failures)."""
+    asked = (RequestedTool(name="a", call_id="c1"), RequestedTool(name="b", call_id="c2"))
+    first = ModelCall(span_id=1, end_ns=5 * MS, input_tokens=1, output_tokens=1, requested_tools=asked)
     second = ModelCall(
         span_id=2,
-        start_ns=20 * ms,
-        end_ns=25 * ms,
+        start_ns=20 * MS,
+        end_ns=25 * MS,
         input_tokens=1,
         output_tokens=1,
-        tool_results=(("c1", "sent back a"), ("c2", "sent back b")),
+        tool_results=results,
+        failed_results=failed,
     )
+    return first, second
+
+
+def test_a_call_without_a_result_takes_the_one_sent_back_and_a_recorded_one_is_kept() -> None:
+    ms = MS
+    first, second = asked_then_answered((("c1", "sent back a"), ("c2", "sent back b")))
     a = ToolCall(name="a", span_id=3, start_ns=6 * ms, end_ns=8 * ms, call_id="c1")
     b = ToolCall(name="b", span_id=4, start_ns=6 * ms, end_ns=9 * ms, call_id="c2", result="own b")
     calls = build_trajectory(TraceContext(trace_id=1), [first, a, b, second]).tool_calls
@@ -235,23 +242,8 @@ def test_openinference_failure_flag_only_in_the_request_body() -> None:
 
 
 def test_a_call_no_span_shows_fails_when_the_request_says_so() -> None:
-    ms = 1_000_000
-    first = ModelCall(
-        span_id=1,
-        end_ns=5 * ms,
-        input_tokens=1,
-        output_tokens=1,
-        requested_tools=(RequestedTool(name="a", call_id="c1"), RequestedTool(name="b", call_id="c2")),
-    )
-    second = ModelCall(
-        span_id=2,
-        start_ns=20 * ms,
-        end_ns=25 * ms,
-        input_tokens=1,
-        output_tokens=1,
-        tool_results=(("c1", "timeout"), ("c2", "done")),
-        failed_results=("c1",),
-    )
+    ms = MS
+    first, second = asked_then_answered((("c1", "timeout"), ("c2", "done")), failed=("c1",))
     calls = build_trajectory(TraceContext(trace_id=1), [first, second]).tool_calls
     assert [(c.name, c.observed, c.ok, c.error_message) for c in calls] == [
         ("a", False, False, "timeout"),
