@@ -106,6 +106,15 @@ FRAMEWORKS: dict[str, Recorded] = {
     "anthropic_traceloop": Recorded(
         tool=None, agent=None, conversation=None, request_failures=False, model_name="claude-sonnet-4-5"
     ),
+    # The same loop under the anthropic client's own tracing alone (`open_telemetry={"tracer_provider",
+    # "traces": {"content_mode": "content"}, "conversation_id"}`): CLIENT spans
+    # `anthropic.messages.create` with GenAI `gen_ai.input.messages` / `gen_ai.output.messages`
+    # (tool_call / tool_call_response parts with the ids, results as Anthropic text blocks) whose
+    # tool_call_response parts drop `is_error`; the conversation id as `gen_ai.conversation.id` on
+    # every model span.
+    "anthropic_native": Recorded(
+        tool=None, agent=None, conversation="trace", request_failures=False, model_name="claude-sonnet-4-5"
+    ),
     "agno_openinference": speaking("openinference", span_call_ids=False),
     "autogen_agentchat": Recorded(span_arguments=False, span_results=False, conversation=None),
     # boto3 `bedrock-runtime` `converse` in a hand-written loop under OpenTelemetry's contrib botocore

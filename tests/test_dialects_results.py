@@ -256,3 +256,43 @@ def test_a_call_no_span_shows_fails_when_the_request_says_so() -> None:
         ("a", True, True, "timeout"),
         ("b", False, True, "done"),
     ]
+
+
+def test_anthropic_client_own_span_results_as_text_blocks_and_its_stop_reason() -> None:
+    """The anthropic client's own tracing (content mode): GenAI messages whose tool_call_response parts
+    hold the result as Anthropic text blocks and drop `is_error`; the finish reason is only
+    `anthropic.message.stop_reason`."""
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "toolu_1", "name": "pay", "arguments": {"n": 2}}],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "type": "tool_call_response",
+                    "id": "toolu_1",
+                    "response": [{"type": "text", "text": '{"paid": true}'}],
+                }
+            ],
+        },
+    ]
+    output = [{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "anthropic",
+        "gen_ai.request.model": "claude-sonnet-4-5",
+        "gen_ai.conversation.id": "conv-1",
+        "gen_ai.input.messages": json.dumps(messages),
+        "gen_ai.output.messages": json.dumps(output),
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 2,
+        "anthropic.message.stop_reason": "end_turn",
+    }
+    model = to_step(record("anthropic.messages.create", attributes, scope="com.anthropic.sdk.python"))
+    assert isinstance(model, ModelCall)
+    assert (model.input_text, model.output_text, model.finish_reasons) == ("hi", "done", ("end_turn",))
+    assert model.tool_results == (("toolu_1", '{"paid": true}'),)
+    assert model.failed_results == ()

@@ -133,6 +133,7 @@ FINISH_REASONS: tuple[Source, ...] = (
     attribute("gen_ai.response.finish_reasons", str_tuple),
     attribute("llm.finish_reason", str_tuple, note="OpenInference"),
     attribute("ai.response.finishReason", str_tuple, note="Vercel AI SDK"),
+    attribute("anthropic.message.stop_reason", str_tuple, note="the anthropic client's own tracing"),
     Source(
         f"`{haystack.LLM_OUTPUT}` → `meta.finish_reason` (Haystack)",
         haystack.finish_reasons,
