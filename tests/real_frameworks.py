@@ -72,6 +72,9 @@ class Recorded:
     # calling inside `generate_content`): it records the first request and the last response with
     # that call's usage only; the earlier calls and their usage are recorded nowhere.
     model_loop_span: bool = False
+    # The call ids are the instrumentation's, made up as ``<name>_<part index>`` for calls the model
+    # gave none (Google GenAI's for Gemini's function calls), not the scripted model's ``call_N``.
+    made_up_call_ids: bool = False
 
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -82,6 +85,16 @@ def run_files(framework: str, scenario: str, ext: str = "otlp.pb") -> list[Path]
     GenAI events (log records), those records (``<scenario>.logs.json``)."""
     logs = REAL / framework / f"{scenario}.logs.json"
     return [REAL / framework / f"{scenario}.{ext}", *([logs] if logs.exists() else [])]
+
+
+def is_call_id(recorded: Recorded, name: str, call_id: str | None) -> bool:
+    """Whether ``call_id`` is the id the framework records for a call of tool ``name``: the scripted
+    model's ``call_N``, or the instrumentation's made-up ``<name>_<part index>``."""
+    if not call_id:
+        return False
+    if recorded.made_up_call_ids:
+        return re.fullmatch(rf"{re.escape(name)}_\d+", call_id) is not None
+    return call_id.startswith("call_")
 
 
 def speaking(dialect: str, **flags: Any) -> Recorded:
@@ -257,6 +270,12 @@ FRAMEWORKS: dict[str, Recorded] = {
         span_call_ids=False,
         call_ids=False,
     ),
+    # The same SDK's chat API (`client.chats.create(...).send_message`), whose own AFC loop calls
+    # `generate_content` once per model call and runs the functions unwrapped: a `generate_content`
+    # span per call (the conversation so far, the response's calls, usage), no tool spans; the
+    # instrumentation makes up the call ids (`<name>_<part index>`, Gemini sends none) and the failure
+    # is the function response `{"error": ...}` the SDK sends back.
+    "google_genai_chat": Recorded(tool=None, model_name="gemini-2.5-flash", made_up_call_ids=True),
     "openai_v2": Recorded(),
     # The same loop with util-genai's capture mode `event_only`: no content on any span (tool spans
     # without arguments or results); each chat span's messages are a

@@ -17,7 +17,7 @@ import pytest
 from otel_traj.adapters.files import read_trace_inputs
 from otel_traj.dialects import dspy, to_step
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
-from tests.real_frameworks import FRAMEWORKS, Recorded, run_files
+from tests.real_frameworks import FRAMEWORKS, Recorded, is_call_id, run_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FIXTURES = sorted(path.with_suffix("").with_suffix("") for path in REAL.glob("*/*.otlp.pb"))
@@ -117,9 +117,9 @@ def test_tool_calls_match_what_the_tools_executed(stem: Path) -> None:
                 "TOOL_ERROR",
             )
             assert any(text in message for text in details), message
-    ids = [t.call_id for t in executed if t.ok]
+    ids = [(t.name, t.call_id) for t in executed if t.ok]
     if recorded.span_call_ids:
-        assert all(i and i.startswith("call_") for i in ids), ids
+        assert all(is_call_id(recorded, name, i) for name, i in ids), ids
 
 
 @pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -182,7 +182,7 @@ def test_requested_tools_match_executed_calls(stem: Path) -> None:
     assert got == expected
     ids = [r.call_id for m in models for r in m.requested_tools]
     if recorded.call_ids and recorded.response_call_ids:
-        assert all(i and i.startswith("call_") for i in ids)
+        assert all(is_call_id(recorded, r.name, r.call_id) for m in models for r in m.requested_tools)
     else:
         assert ids == [None] * len(ids)
 

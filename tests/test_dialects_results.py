@@ -4,6 +4,7 @@ the calls whose spans recorded none; the results it flags as failures fail the c
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from otel_traj.builder import build_trajectory
 from otel_traj.dialects import to_step
@@ -296,3 +297,99 @@ def test_anthropic_client_own_span_results_as_text_blocks_and_its_stop_reason() 
     assert (model.input_text, model.output_text, model.finish_reasons) == ("hi", "done", ("end_turn",))
     assert model.tool_results == (("toolu_1", '{"paid": true}'),)
     assert model.failed_results == ()
+
+
+GEMINI_ASK = {
+    "role": "assistant",
+    "parts": [{"type": "tool_call", "id": "pay_0", "name": "pay", "arguments": {"n": 2}}],
+}
+GEMINI_ERROR = {"error": "Failed to invoke function pay because of error gateway timeout"}
+
+
+def _gemini_results(*responses: Any) -> dict[str, Any]:
+    """A request's tool results as GenAI ``tool_call_response`` parts, one per function response."""
+    parts = [
+        {"type": "tool_call_response", "id": f"pay_{index}", "response": response}
+        for index, response in enumerate(responses)
+    ]
+    return {"role": "user", "parts": parts}
+
+
+def _native(key: str, call_id: str, response: Any) -> dict[str, Any]:
+    """A request message holding one Gemini function response part (``key``: its JSON or SDK name)."""
+    return {"role": "user", "parts": [{key: {"id": call_id, "name": "pay", "response": response}}]}
+
+
+def test_gemini_function_responses_with_an_error_key_are_failures() -> None:
+    """The Gemini API's function response: ``output`` for the output, ``error`` for error details."""
+    native = [
+        GEMINI_ASK,
+        _native("function_response", "g1", GEMINI_ERROR),
+        _native("functionResponse", "g2", GEMINI_ERROR),
+        _native("functionResponse", "g3", {"result": "ok"}),
+        # A tool's output that happens to hold an `error` field is output, not a failure.
+        _native("function_response", "g4", {"output": GEMINI_ERROR}),
+        _native("function_response", "g5", {"result": GEMINI_ERROR}),
+        _native("function_response", "g6", {"error": None}),
+        _native("function_response", "g7", {**GEMINI_ERROR, "output": 1}),
+    ]
+    # Gemini's own parts say so whatever the span's provider.
+    assert request_failures(json.dumps(native), 4096) == ("g1", "g2")
+    assert request_results(native, 4096)[1] == ("g2", json.dumps(GEMINI_ERROR))
+
+
+def test_genai_tool_call_response_parts_fail_on_an_error_key_only_for_gemini() -> None:
+    messages = [GEMINI_ASK, _gemini_results(GEMINI_ERROR, {"result": GEMINI_ERROR}, {"output": "ok"})]
+    assert request_failures(json.dumps(messages), 4096, gemini=True) == ("pay_0",)
+    # Another provider's tool may return `{"error": ...}` as its value: no convention makes it a failure.
+    assert request_failures(json.dumps(messages), 4096) == ()
+
+
+def _generate_content(provider_key: str, provider: str) -> ModelCall:
+    messages = [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+        GEMINI_ASK,
+        _gemini_results(GEMINI_ERROR),
+    ]
+    attributes = {
+        "gen_ai.operation.name": "generate_content",
+        provider_key: provider,
+        "gen_ai.request.model": "gemini-2.5-flash",
+        "gen_ai.input.messages": json.dumps(messages),
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 1,
+    }
+    model = to_step(record("generate_content gemini-2.5-flash", attributes))
+    assert isinstance(model, ModelCall)
+    assert model.tool_results == (("pay_0", json.dumps(GEMINI_ERROR)),)
+    return model
+
+
+def test_a_gemini_span_marks_the_error_responses_it_sends_back() -> None:
+    """OpenTelemetry's google-genai instrumentation keeps the function response as sent; the provider
+    (``gen_ai.provider.name`` or the older ``gen_ai.system``) says it is Gemini's."""
+    for key, provider in (
+        ("gen_ai.provider.name", "gemini"),
+        ("gen_ai.provider.name", "gcp.gemini"),
+        ("gen_ai.system", "vertex_ai"),
+        ("gen_ai.provider.name", "gcp.vertex_ai"),
+    ):
+        assert _generate_content(key, provider).failed_results == ("pay_0",), provider
+    # pydantic-ai's Google providers record the tool's own return value, and OpenAI has no such convention.
+    for provider in ("openai", "google-gla", "anthropic"):
+        assert _generate_content("gen_ai.provider.name", provider).failed_results == (), provider
+
+
+def test_failures_in_the_operation_details_event() -> None:
+    """Content captured as events: the request's messages are an ``operation.details`` event's."""
+    messages = [GEMINI_ASK, _gemini_results(GEMINI_ERROR)]
+    attributes = {
+        "gen_ai.operation.name": "generate_content",
+        "gen_ai.provider.name": "gemini",
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 1,
+    }
+    details = ("gen_ai.client.inference.operation.details", {"gen_ai.input.messages": json.dumps(messages)})
+    model = to_step(record("generate_content gemini-2.5-flash", attributes, events=[details]))
+    assert isinstance(model, ModelCall)
+    assert model.failed_results == ("pay_0",)

@@ -19,7 +19,7 @@ from otel_traj.offline import trajectories_from_views
 from otel_traj.serialize import trajectory_to_dict
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
-from tests.real_frameworks import FRAMEWORKS, run_files
+from tests.real_frameworks import FRAMEWORKS, is_call_id, run_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 CASES = sorted((p.parent.name, p.name.removesuffix(".facts.json")) for p in REAL.glob("*/*.facts.json"))
@@ -130,7 +130,7 @@ def test_calls_are_joined_to_the_requests(framework: str, scenario: str) -> None
         # The requested calls are not recorded: ids only from the tool spans, no turns.
         assert all(c.turn is None for c in calls)
         if recorded.call_ids:
-            assert all(c.call_id and c.call_id.startswith("call_") for c in calls)
+            assert all(is_call_id(recorded, c.name, c.call_id) for c in calls)
         else:
             assert all(c.call_id is None for c in calls)
         return
@@ -143,7 +143,7 @@ def test_calls_are_joined_to_the_requests(framework: str, scenario: str) -> None
     else:
         assert joined == calls
     if recorded.call_ids:
-        assert all(c.call_id and c.call_id.startswith("call_") for c in joined)
+        assert all(is_call_id(recorded, c.name, c.call_id) for c in joined)
     else:
         assert all(c.call_id is None for c in joined)
     assert [c.turn for c in joined] == sorted(c.turn for c in joined)  # type: ignore[type-var]

@@ -9,13 +9,18 @@ not parsed in full. Accepted shapes: OpenAI ``{"role": "tool", "tool_call_id", "
 semconv parts ``{"type": "tool_call_response", "id", "response" (or "result")}``, Anthropic content
 blocks ``{"type": "tool_result", "tool_use_id", "content"}``, Vercel AI SDK ``{"type": "tool-result",
 "toolCallId", "output"}``, Bedrock ``{"toolResult": {"toolUseId", "content"}}``, Gemini
-``{"function_response": {"id", "response"}}``, Haystack ``{"tool_call_result": {"result", "origin":
-{"id"}}}`` and Responses API ``function_call_output``.
+``{"function_response": {"id", "response"}}`` (``functionResponse`` in the API's JSON), Haystack
+``{"tool_call_result": {"result", "origin": {"id"}}}`` and Responses API ``function_call_output``.
 
 Some shapes also say that the result reports a failure: Anthropic's ``is_error: true``, Bedrock's
-``status: "error"``, the Vercel AI SDK's ``error-text`` / ``error-json`` outputs. Where no span shows
-the call run (a hand-written loop traced at the model client only), that flag is the only record of
-its failure (``request_failures``).
+``status: "error"``, the Vercel AI SDK's ``error-text`` / ``error-json`` outputs, and Gemini's
+function response whose ``response`` holds an ``error`` key and no ``output`` (the Gemini API's
+convention: ``output`` for the function's output, ``error`` for error details; the Google Gen AI SDK
+sends a function that raised as ``{"error": "..."}``). A Gemini part is recognised by its own shape
+(``function_response`` / ``functionResponse``); a GenAI ``tool_call_response`` part only when the
+span's provider is Gemini's (``gemini=True``): other providers' tools may return ``{"error": ...}``
+as data. Where no span shows the call run (a hand-written loop traced at the model client only, the
+SDK's chat loop), that flag is the only record of its failure (``request_failures``).
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ def _result(block: Any) -> tuple[Any, Any] | None:
     nested = block.get("toolResult")
     if isinstance(nested, Mapping):
         return nested.get("toolUseId"), nested.get("content")
-    nested = block.get("function_response")
+    nested = block.get("function_response", block.get("functionResponse"))
     if isinstance(nested, Mapping):
         return nested.get("id"), nested.get("response")
     nested = block.get("tool_call_result")
@@ -65,10 +70,26 @@ def _result(block: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def _failed(block: Mapping[str, Any]) -> bool:
-    """Whether a result block says that the call failed."""
+def _gemini_error(response: Any) -> bool:
+    """Whether a Gemini function response reports an error: error details under ``error`` and no
+    ``output`` (the Gemini API's ``FunctionResponse.response``)."""
+    return (
+        isinstance(response, Mapping)
+        and response.get("error") not in (None, False, "")
+        and "output" not in response
+    )
+
+
+def _failed(block: Mapping[str, Any], gemini: bool = False) -> bool:
+    """Whether a result block says that the call failed; ``gemini``: the span's provider is Gemini's,
+    whose GenAI ``tool_call_response`` parts keep the function response as it was sent."""
     if block.get("is_error") is True:  # Anthropic
         return True
+    nested = block.get("function_response", block.get("functionResponse"))
+    if isinstance(nested, Mapping) and _gemini_error(nested.get("response")):  # Gemini
+        return True
+    if gemini and block.get("type") == "tool_call_response":
+        return _gemini_error(block.get("response", block.get("result")))
     nested = block.get("toolResult")
     if isinstance(nested, Mapping) and nested.get("status") == "error":  # Bedrock
         return True
@@ -190,24 +211,25 @@ def _split_request(value: Any) -> tuple[Any, list[Any]]:
     return None, []
 
 
-def failures_of(messages: list[Any], max_chars: int) -> tuple[str, ...]:
-    """The call ids of the results among ``messages`` that report a failure."""
+def failures_of(messages: list[Any], max_chars: int, gemini: bool = False) -> tuple[str, ...]:
+    """The call ids of the results among ``messages`` that report a failure (``gemini``: recorded
+    for a Gemini model, see ``_failed``)."""
     found: list[str] = []
     for message in messages:
         for block in _result_blocks(message):
-            result = _result(block) if _failed(block) else None
+            result = _result(block) if _failed(block, gemini) else None
             key = as_str(result[0]) if result is not None else None
             if key is not None and len(found) < MAX_RESULTS:
                 found.append(clip_text(key, max_chars) or key)
     return tuple(found)
 
 
-def request_failures(value: Any, max_chars: int) -> tuple[str, ...]:
+def request_failures(value: Any, max_chars: int, gemini: bool = False) -> tuple[str, ...]:
     """The call ids whose results a request (a message list, or a request body with one) sends back
-    as failures, after its last assistant message."""
+    as failures, after its last assistant message (``gemini``: a request to a Gemini model)."""
     if isinstance(value, str) and _ERROR_MARK not in value:
         return ()
-    return failures_of(_split_request(value)[1], max_chars)
+    return failures_of(_split_request(value)[1], max_chars, gemini)
 
 
 def request_results(value: Any, max_chars: int) -> ToolResults:

@@ -193,9 +193,11 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
 )
 
 # Call ids among those results that the request sends back as failures (Anthropic's ``is_error``,
-# Bedrock's ``status: error``): the only record of a failed call where no span shows it run.
+# Bedrock's ``status: error``, Gemini's ``error`` key): the only record of a failed call where no span
+# shows it run.
 MODEL_FAILED_RESULTS: tuple[Source, ...] = (
     Source(f"`{semconv.INPUT}`", semconv.input_failures, trigger=semconv.INPUT),
+    Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.INPUT}`", semconv.details_failures),
     Source("`input.value` (OpenInference)", openinference.value_failures, trigger="input.value"),
     Source("events `gen_ai.user.message`", semconv.events_failures),
 )

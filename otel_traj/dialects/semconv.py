@@ -34,6 +34,12 @@ INPUT = "gen_ai.input.messages"
 OUTPUT = "gen_ai.output.messages"
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system")
+# Providers that serve Gemini models: their ``tool_call_response`` parts are the function responses
+# as the Gemini API takes them, where an ``error`` key reports a failure (``_results._failed``). The
+# conventions' values and the older ``gemini`` / ``vertex_ai`` (OpenTelemetry's google-genai
+# instrumentation); not pydantic-ai's ``google-gla`` / ``google-vertex``, whose parts hold the
+# tool's own return value.
+GEMINI_PROVIDERS = frozenset({"gcp.gemini", "gcp.vertex_ai", "gcp.gen_ai", "gemini", "vertex_ai"})
 # MCP's conventions: the method of an MCP request, ``tools/call`` for a tool call.
 MCP_METHOD = "mcp.method.name"
 MCP_TOOL_CALL = "tools/call"
@@ -83,9 +89,22 @@ def input_calls(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tup
     return resent_calls(raw, max_chars) if raw is not None else ()
 
 
+def _gemini(attrs: Mapping[str, Any]) -> bool:
+    """Whether the span records a call to a Gemini model (its provider is one of Google's)."""
+    return any(attrs.get(key) in GEMINI_PROVIDERS for key in PROVIDER_KEYS)
+
+
 def input_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[str, ...] | None:
     raw = attrs.get(INPUT)
-    return request_failures(raw, max_chars) or None if raw is not None else None
+    return request_failures(raw, max_chars, _gemini(attrs)) or None if raw is not None else None
+
+
+def details_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[str, ...] | None:
+    """Call ids the ``operation.details`` event's input messages send back as failures (the capture
+    mode that records the messages as events, not attributes)."""
+    details = _details(view) if view.events else None
+    raw = details.get(INPUT) if details else None
+    return request_failures(raw, max_chars, _gemini(attrs)) or None if raw is not None else None
 
 
 def details_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
@@ -189,4 +208,4 @@ def events_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) ->
     """Call ids whose results the per-message events send back as failures (Bedrock's ``toolResult``
     with ``status: error``; ``gen_ai.tool.message`` keeps no status)."""
     messages = _event_messages(view) if view.events else []
-    return request_failures(messages, max_chars) or None if messages else None
+    return request_failures(messages, max_chars, _gemini(attrs)) or None if messages else None
