@@ -43,6 +43,7 @@ from tests.serve_helpers import (
     POLICY,
     Served,
     cli,
+    post,
     provider,
     refund_for,
     trace_ids_of,
@@ -53,6 +54,10 @@ FRAMEWORKS = sorted(p.name for p in FIXTURES.iterdir() if (p / "clean.otlp.pb").
 
 def fixture_paths(ext: str) -> list[Path]:
     return [FIXTURES / f / f"{s}.{ext}" for f in FRAMEWORKS for s in ("clean", "violating")]
+
+
+# The runs' GenAI events recorded as log records, where the instrumentation emits the messages so.
+LOG_PATHS = sorted(FIXTURES.glob("*/*.logs.json"))
 
 
 def offline(paths: list[Path]) -> dict[str, dict[str, Any]]:
@@ -95,6 +100,10 @@ def test_fixture_verdicts_equal_offline_grade(served: Callable[..., Served], tra
     server = served("--policy", str(POLICY))
     ext = "otlp.json" if transport.startswith("http-json") else "otlp.pb"
     paths = fixture_paths(ext)
+    # The log records first, as the SDKs' batch processors usually deliver them: each waits for its span.
+    for path in LOG_PATHS:
+        logs_url = f"http://127.0.0.1:{server.http_port}/v1/logs"
+        assert post(logs_url, path.read_bytes(), "application/json")[0] == 200
     ids_per_file: list[set[str]] = []
     for path in paths:
         data = path.read_bytes()
@@ -115,7 +124,7 @@ def test_fixture_verdicts_equal_offline_grade(served: Callable[..., Served], tra
     # Every recorded run is graded; a trace without steps (AutoGen's ``create_agent``) is no run.
     assert all(ids & set(stored) for ids in ids_per_file)
     assert set(stored) <= set().union(*ids_per_file)
-    assert stored == offline(paths)
+    assert stored == offline(paths + LOG_PATHS)
     # The policy's redact keys never reach the disk: the refund's free-text reason is masked.
     refunds = [c for v in stored.values() for c in v["tool_calls"] if c["name"] == "create_refund_request"]
     assert refunds and all(c["arguments"]["reason"] != "duplicate charge" for c in refunds)
