@@ -108,7 +108,8 @@ class AssemblerConfig:
     grace_s: wait after a trace looks complete, for spans still in flight (exporter batching, other
     threads); ttl_s: a trace whose root never ends is graded as incomplete after this long (set it
     above the p99 agent-run length); max_traces / max_steps / max_chars: memory caps; max_backlog:
-    in-process spans waiting for the worker. What a cap drops is counted in ``otel_traj_dropped_total``.
+    in-process spans waiting for the worker; max_event_bytes: GenAI events (log records) waiting for
+    their spans, estimated bytes. What a cap drops is counted in ``otel_traj_dropped_total``.
 
     max_chars caps every text a run keeps until it is graded (arguments, results, messages, names,
     ids, captured attributes, run metadata) in characters; a character takes at most 4 bytes, so a
@@ -122,6 +123,9 @@ class AssemblerConfig:
     # Characters, not bytes: cutting text by bytes could split a character (the env name says so).
     max_chars: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_VALUE_CHARS", 4_096))
     max_backlog: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_BACKLOG", 100_000))
+    max_event_bytes: int = field(
+        default_factory=lambda: env_int("OTEL_TRAJ_MAX_EVENT_BYTES", 64 * 1024 * 1024)
+    )
     capture_attributes: tuple[str, ...] = DEFAULT_CAPTURE
     late_memory: int = 10_000
 

@@ -86,7 +86,9 @@ class TrajectoryProcessor(SpanProcessor):
         config = config or AssemblerConfig()
         stats = PipelineStats()
         self._events = PendingEvents(
-            max_spans=config.max_traces, on_drop=lambda n: stats.count_dropped(DROPPED_EVENTS, n)
+            max_spans=config.max_traces,
+            max_bytes=config.max_event_bytes,
+            on_drop=lambda n: stats.count_dropped(DROPPED_EVENTS, n),
         )
         # Add it to the application's LoggerProvider when its instrumentations emit GenAI events.
         self.log_record_processor = GenAIEventProcessor(self._events, stats)

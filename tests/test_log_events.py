@@ -27,6 +27,7 @@ from otel_traj.adapters.log_events import (
     PendingEvents,
     attach,
     content_event,
+    event_size,
     events_from_otlp_json,
 )
 from otel_traj.cli import main
@@ -127,7 +128,7 @@ def test_events_join_their_span_in_time_order_and_the_rest_are_counted() -> None
 
 
 def test_pending_events_are_bounded_and_taken_by_their_span() -> None:
-    pending = PendingEvents(max_spans=2)
+    pending = PendingEvents(max_spans=2, max_bytes=1 << 20)
     event = content_event("gen_ai.user.message", 1, {}, {"content": "hi"})
     assert event is not None
     for span_id in (1, 2, 3):
@@ -141,6 +142,27 @@ def test_pending_events_are_bounded_and_taken_by_their_span() -> None:
     view = SpanView(trace_id=7, span_id=3, parent_id=None, name="chat", start_ns=0, end_ns=1)
     assert len(pending.take(view).events) == MAX_EVENTS_PER_SPAN
     assert pending.take(view).events == () and len(pending) == 1
+    assert pending.bytes == event_size(event)  # span 2's one event is all that waits
+
+
+def test_pending_events_are_bounded_in_bytes() -> None:
+    # A record's body is the instrumentation's (or a client's): a whole conversation, or anything.
+    def sized(text: str) -> SpanEvent:
+        event = content_event("gen_ai.user.message", 1, {}, {"content": text})
+        assert event is not None
+        return event
+
+    big = sized("x" * 10_000)
+    pending = PendingEvents(max_spans=1_000, max_bytes=3 * event_size(big))
+    for span_id in range(5):
+        pending.add((7, span_id), big)
+    assert (len(pending), pending.dropped) == (3, 2)  # the two oldest spans went
+    assert pending.bytes <= pending.max_bytes
+    pending.add((7, 99), sized("y" * 40_000))  # more than the whole budget: not kept at all
+    assert (len(pending), pending.dropped) == (3, 3)
+    view = SpanView(trace_id=7, span_id=4, parent_id=None, name="chat", start_ns=0, end_ns=1)
+    assert [e.attributes["content"] for e in pending.take(view).events] == ["x" * 10_000]
+    assert pending.bytes == 2 * event_size(big)
 
 
 @pytest.mark.parametrize("scenario", ["clean", "violating"])

@@ -171,48 +171,85 @@ def events_from_otlp_json(doc: Any) -> LogEvents:
 
 # Events kept for one span at most (the SDK's default limit of events on a span).
 MAX_EVENTS_PER_SPAN = 128
-# otel_traj_dropped_total{reason}: events whose span never came, or past a span's cap.
+# otel_traj_dropped_total{reason}: events whose span never came, or past a cap.
 DROPPED_EVENTS = "log_events"
+# What a value costs beyond its text, roughly (an object's header, a container's slot).
+_OVERHEAD = 16
+
+
+def event_size(value: Any) -> int:
+    """About how many bytes an event's attributes (or any JSON-like value) hold: the length of every
+    text, and a little for every other value. Bounds what waits, not what it costs exactly."""
+    if isinstance(value, str | bytes):
+        return _OVERHEAD + len(value)
+    if isinstance(value, SpanEvent):
+        return _OVERHEAD + len(value.name) + event_size(value.attributes)
+    if isinstance(value, Mapping):
+        return _OVERHEAD + sum(event_size(k) + event_size(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return _OVERHEAD + sum(map(event_size, value))
+    return _OVERHEAD
 
 
 class PendingEvents:
     """Content events waiting for their span: emitted while it runs (in-process), or received before
     it (``serve`` gets logs and traces in requests of their own; the Logs SDK usually exports first).
-    Bounded: at most ``MAX_EVENTS_PER_SPAN`` a span, and past ``max_spans`` spans the oldest are
-    dropped; ``dropped`` counts the events lost either way."""
 
-    def __init__(self, *, max_spans: int, on_drop: Callable[[int], None] | None = None) -> None:
+    Bounded three ways, the oldest spans' events going first: ``max_spans`` spans, ``max_bytes`` of
+    events in all (``event_size``: a record's body is the instrumentation's, and may hold a whole
+    conversation), and ``MAX_EVENTS_PER_SPAN`` a span. ``dropped`` counts the events lost."""
+
+    def __init__(
+        self, *, max_spans: int, max_bytes: int, on_drop: Callable[[int], None] | None = None
+    ) -> None:
         self.max_spans = max_spans
+        self.max_bytes = max_bytes
         self.dropped = 0
         self._on_drop = on_drop
-        self._waiting: OrderedDict[SpanKey, list[SpanEvent]] = OrderedDict()
+        self._waiting: OrderedDict[SpanKey, list[tuple[SpanEvent, int]]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._waiting)
 
-    def add(self, key: SpanKey, event: SpanEvent) -> None:
+    @property
+    def bytes(self) -> int:
+        """The estimated size of what waits."""
         with self._lock:
-            self._add(key, (event,))
+            return self._bytes
+
+    def add(self, key: SpanKey, event: SpanEvent) -> None:
+        sized = [(event, event_size(event))]  # measured before the lock is taken
+        with self._lock:
+            lost = self._add(key, sized)
+        self._count(lost)
 
     def add_all(self, events: LogEvents) -> None:
+        sized = {key: [(e, event_size(e)) for e in added] for key, added in events.by_span.items()}
         with self._lock:
-            for key, added in events.by_span.items():
-                self._add(key, added)
+            lost = sum(self._add(key, added) for key, added in sized.items())
+        self._count(lost)
 
-    def _add(self, key: SpanKey, added: Iterable[SpanEvent]) -> None:
+    def _add(self, key: SpanKey, added: list[tuple[SpanEvent, int]]) -> int:
         lost = 0
         waiting = self._waiting.get(key)
-        if waiting is None:
-            waiting = self._waiting[key] = []
-            if len(self._waiting) > self.max_spans:
-                lost += len(self._waiting.popitem(last=False)[1])
-        for event in added:
-            if len(waiting) < MAX_EVENTS_PER_SPAN:
-                waiting.append(event)
-            else:
+        for event, size in added:
+            if size > self.max_bytes or (waiting is not None and len(waiting) >= MAX_EVENTS_PER_SPAN):
                 lost += 1
+                continue
+            if waiting is None:
+                waiting = self._waiting[key] = []
+            waiting.append((event, size))
+            self._bytes += size
+        while len(self._waiting) > self.max_spans or self._bytes > self.max_bytes:
+            _, evicted = self._waiting.popitem(last=False)
+            self._bytes -= sum(size for _, size in evicted)
+            lost += len(evicted)
+        return lost
+
+    def _count(self, lost: int) -> None:
         if lost:
             self.dropped += lost
             if self._on_drop is not None:
@@ -223,10 +260,8 @@ class PendingEvents:
         with self._lock:
             lost = sum(len(events) for events in self._waiting.values())
             self._waiting.clear()
-        if lost:
-            self.dropped += lost
-            if self._on_drop is not None:
-                self._on_drop(lost)
+            self._bytes = 0
+        self._count(lost)
 
     def take(self, view: SpanView) -> SpanView:
         """``view`` with the events waiting for it (which stop waiting). A service that receives no
@@ -234,5 +269,7 @@ class PendingEvents:
         if not self._waiting:
             return view
         with self._lock:
-            events = self._waiting.pop((view.trace_id, view.span_id), None)
-        return with_events(view, events) if events else view
+            waiting = self._waiting.pop((view.trace_id, view.span_id), None)
+            if waiting:
+                self._bytes -= sum(size for _, size in waiting)
+        return with_events(view, [event for event, _ in waiting]) if waiting else view

@@ -97,7 +97,10 @@ class Ingest:
         self.assembler = pipeline.assembler
         self.max_traces = self.assembler.config.max_traces
         # GenAI events received as log records before their spans (``LogIngest`` adds them).
-        self.events = events if events is not None else PendingEvents(max_spans=self.max_traces)
+        config = self.assembler.config
+        if events is None:
+            events = PendingEvents(max_spans=config.max_traces, max_bytes=config.max_event_bytes)
+        self.events = events
         self.retry_after_s = retry_after_s
         self.stats = ReceiverStats()
         self._lock = threading.Lock()

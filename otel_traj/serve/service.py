@@ -165,7 +165,9 @@ class Service:
         # GenAI events received as log records wait here for their spans (bounded; what is lost is
         # counted as dropped{reason="log_events"}).
         events = PendingEvents(
-            max_spans=config.max_traces, on_drop=lambda n: self.stats.count_dropped(DROPPED_EVENTS, n)
+            max_spans=config.max_traces,
+            max_bytes=config.max_event_bytes,
+            on_drop=lambda n: self.stats.count_dropped(DROPPED_EVENTS, n),
         )
         self.ingest = Ingest(self.pipeline, settings.retry_after_s, events)
         self.logs = LogIngest(self.conversations, from_logs, settings.retry_after_s, events)
