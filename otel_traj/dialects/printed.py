@@ -10,8 +10,7 @@ OpenInference writes Haystack's messages so).
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
+import re
 from typing import Any
 
 from otel_traj.dialects._messages import openai_tool_call
@@ -21,6 +20,15 @@ _LITERAL_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionErr
 # One of the fields pydantic prints after a ToolMessage's content (``key=repr(value)``, space-separated).
 _TOOL_CALL_ID = " tool_call_id="
 _CONTENT = "content="
+# The tokens a repr is made of: string and number literals (as Python writes them), names, and the
+# punctuation of calls, containers and ``<…>``. A repr never holds comments or triple quotes.
+_TOKEN = re.compile(
+    r"""\s*(?:(?P<string>[bBrRuU]{0,2}(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"))"""
+    r"""|(?P<number>(?:0[xXoObB][0-9a-fA-F_]+|\d[\d_]*(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)j?)"""
+    r"""|(?P<name>[^\W\d]\w*)|(?P<op>[-()\[\]{}<>:,=.]))""",
+    re.DOTALL,
+)
+_LITERALS = frozenset({"string", "number"})
 
 
 def python_literal(text: Any, max_chars: int) -> Any:
@@ -45,16 +53,16 @@ def chat_message(text: str, max_chars: int) -> tuple[str | None, tuple[Requested
 
 
 def _string_at(text: str, start: int) -> tuple[str, int] | None:
-    """The Python string literal at ``start`` (whatever its quotes and escapes: the tokenizer's first
-    token) and where it ends; None when there is none."""
-    try:
-        token = next(tokenize.generate_tokens(io.StringIO(text[start:]).readline))
-        if token.type != tokenize.STRING or token.end[0] != 1:
-            return None
-        value = ast.literal_eval(token.string)
-    except (tokenize.TokenError, StopIteration, *_LITERAL_ERRORS):
+    """The Python string literal at ``start`` (whatever its quotes and escapes) and where it ends;
+    None when there is none."""
+    match = _TOKEN.match(text, start)
+    if match is None or match.lastgroup != "string":
         return None
-    return (value, start + token.end[1]) if isinstance(value, str) else None
+    try:
+        value = ast.literal_eval(match.group("string"))
+    except _LITERAL_ERRORS:
+        return None
+    return (value, match.end()) if isinstance(value, str) else None
 
 
 def tool_message(text: Any, max_chars: int) -> tuple[Any, str | None]:
@@ -74,7 +82,6 @@ def tool_message(text: Any, max_chars: int) -> tuple[Any, str | None]:
 TYPE = "__type__"
 # Objects nested deeper than this are not read (a repr is the instrumentation's, its depth the data's).
 MAX_DEPTH = 32
-_SKIPPED = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER})
 _CONSTANTS = {"None": None, "True": True, "False": False}
 _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
@@ -84,54 +91,65 @@ class _Unreadable(Exception):
 
 
 class _Repr:
-    """A recursive-descent reader of ``repr()`` output over Python's own tokenizer: literals, lists,
-    tuples, dicts, ``Name(field=value, …)`` objects and ``<…>`` (an enum member reads as its value,
-    anything else, such as ``<function f at 0x…>``, as None). Nothing is evaluated."""
+    """A recursive-descent reader of ``repr()`` output: literals, lists, tuples, dicts,
+    ``Name(field=value, …)`` objects and ``<…>`` (an enum member reads as its value, anything else,
+    such as ``<function f at 0x…>``, as None). Nothing is evaluated: a literal is read by
+    ``ast.literal_eval``, the rest by this reader."""
 
     def __init__(self, text: str) -> None:
-        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
-        self._tokens = [t for t in tokens if t.type not in _SKIPPED]
+        self._tokens: list[tuple[str, str]] = []
+        position, end = 0, len(text)
+        while position < end:
+            match = _TOKEN.match(text, position)
+            if match is None:
+                if text[position:].strip():
+                    raise _Unreadable(f"unexpected {text[position]!r}")
+                break
+            kind = match.lastgroup or ""
+            self._tokens.append((kind, match.group(kind)))
+            position = match.end()
         self._at = 0
 
     def peek(self, ahead: int = 0) -> str | None:
         """The text of the token ``ahead`` places on, None past the end."""
         at = self._at + ahead
-        return self._tokens[at].string if at < len(self._tokens) else None
+        return self._tokens[at][1] if at < len(self._tokens) else None
 
-    def take(self) -> tokenize.TokenInfo:
+    def take(self) -> tuple[str, str]:
+        """The next token: ``(kind, text)``, its kind ``string``, ``number``, ``name`` or ``op``."""
         if self._at >= len(self._tokens):
             raise _Unreadable("the text ends early")
         self._at += 1
         return self._tokens[self._at - 1]
 
     def expect(self, op: str) -> None:
-        if self.take().string != op:
+        if self.take()[1] != op:
             raise _Unreadable(f"expected {op!r}")
 
     def value(self, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise _Unreadable("nested too deep")
-        token = self.take()
-        if token.type in (tokenize.STRING, tokenize.NUMBER):
-            return ast.literal_eval(token.string)
-        if token.string == "-":
-            return -ast.literal_eval(self.take().string)
-        if token.type == tokenize.NAME:
+        kind, text = self.take()
+        if kind in _LITERALS:
+            return ast.literal_eval(text)
+        if text == "-":
+            return -ast.literal_eval(self.take()[1])
+        if kind == "name":
             if self.peek() == "(":
                 self.take()
-                return self._object(token.string, depth)
-            if token.string in _CONSTANTS:
-                return _CONSTANTS[token.string]
-            raise _Unreadable(f"bare name {token.string!r}")
-        if token.string == "<":
+                return self._object(text, depth)
+            if text in _CONSTANTS:
+                return _CONSTANTS[text]
+            raise _Unreadable(f"bare name {text!r}")
+        if text == "<":
             return self._opaque()
-        if token.string in _CLOSING:
-            items = self._items(_CLOSING[token.string], depth)
-            if token.string == "{":
+        if text in _CLOSING:
+            items = self._items(_CLOSING[text], depth)
+            if text == "{":
                 return dict(items)
             values = [v for _, v in items]
-            return values if token.string == "[" else tuple(values)
-        raise _Unreadable(f"unexpected {token.string!r}")
+            return values if text == "[" else tuple(values)
+        raise _Unreadable(f"unexpected {text!r}")
 
     def _items(self, closing: str, depth: int) -> list[tuple[Any, Any]]:
         """``key: value`` pairs up to ``closing`` (``(None, value)`` in a list or tuple)."""
@@ -155,7 +173,7 @@ class _Repr:
         positional: list[Any] = []
         while self.peek() not in (")", None):
             if self.peek(1) == "=":
-                name = self.take().string
+                name = self.take()[1]
                 self.take()
                 fields[name.lstrip("_") or name] = self.value(depth + 1)
             else:
@@ -171,10 +189,10 @@ class _Repr:
         """The rest of ``<…>``: an enum member's value (``<Role.TOOL: 'tool'>``), else None."""
         value: Any = None
         previous = ""
-        while (token := self.take()).string != ">":
-            if previous == ":" and token.type in (tokenize.STRING, tokenize.NUMBER):
-                value = ast.literal_eval(token.string)
-            previous = token.string
+        while (token := self.take())[1] != ">":
+            if previous == ":" and token[0] in _LITERALS:
+                value = ast.literal_eval(token[1])
+            previous = token[1]
         return value
 
 
@@ -186,7 +204,7 @@ def python_object(text: Any, max_chars: int) -> Any:
     try:
         reader = _Repr(text)
         value = reader.value(0)
-    except (_Unreadable, tokenize.TokenError, IndentationError, *_LITERAL_ERRORS):
+    except (_Unreadable, *_LITERAL_ERRORS):
         return None
     return value if reader.peek() is None else None
 
