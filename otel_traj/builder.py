@@ -272,10 +272,13 @@ def _ids_from_resent_calls(models: list[ModelCall]) -> None:
     """A response recorded without its calls' ids takes them from the first later request that
     repeats it (the assistant message a loop sends back before the results): the same calls, names
     and arguments in order. The results sent back name the calls by those ids only."""
+    if all(all(call.call_id for call in model.requested_tools) for model in models):
+        return  # every response has its ids: the requests need not be read
     resent: dict[CallsKey, list[tuple[int, tuple[RequestedTool, ...]]]] = {}
     for index, model in enumerate(models):
-        if model.resent_calls and all(call.call_id for call in model.resent_calls):
-            resent.setdefault(_calls_key(model.resent_calls), []).append((index, model.resent_calls))
+        calls = model.resent()
+        if calls and all(call.call_id for call in calls):
+            resent.setdefault(_calls_key(calls), []).append((index, calls))
     if not resent:
         return
     for index, model in enumerate(models):

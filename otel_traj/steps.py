@@ -86,6 +86,9 @@ class RequestedTool:
     arguments_text: str | None = None
 
 
+LazyCalls = tuple[RequestedTool, ...] | Callable[[], tuple[RequestedTool, ...]]
+
+
 class _LazyInput:
     """``input_text``: the last user message of the request, parsed on first use. Chat spans often
     carry the whole conversation so far, and usually only the first call's message is ever read."""
@@ -127,8 +130,9 @@ class ModelCall(_LazyInput):
     # calls: a call's result where its own span records none.
     tool_results: tuple[tuple[str, str], ...] = ()
     # The previous response's calls as the request repeats them (its last assistant message): their
-    # ids where the response's own record has none.
-    resent_calls: tuple[RequestedTool, ...] = ()
+    # ids where the response's own record has none. Read on first use (``resent``): only a run with a
+    # response recorded without ids needs them.
+    resent_source: LazyCalls = ()
     # Call ids among them whose results the request sends back as failures (Anthropic's ``is_error``).
     failed_results: tuple[str, ...] = ()
     input_source: LazyText = None
@@ -138,6 +142,17 @@ class ModelCall(_LazyInput):
     dialect: str = ""
 
     kind: StepKind = field(default="model", init=False)
+
+    def resent(self) -> tuple[RequestedTool, ...]:
+        """The calls the request repeats (``resent_source``), parsed on first use; never raises."""
+        source = self.resent_source
+        if callable(source):
+            try:
+                source = source()
+            except Exception:
+                source = ()
+            self.resent_source = source
+        return source
 
     @property
     def has_usage(self) -> bool:

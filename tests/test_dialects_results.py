@@ -149,10 +149,10 @@ def test_a_response_recorded_without_ids_takes_them_from_the_request_that_repeat
         start_ns=10 * ms,
         end_ns=15 * ms,
         input_tokens=1,
-        resent_calls=resent,
+        resent_source=resent,
         tool_results=(("c1", "ra"), ("c2", "rb")),
     )
-    third = ModelCall(span_id=3, start_ns=20 * ms, end_ns=25 * ms, input_tokens=1, resent_calls=other)
+    third = ModelCall(span_id=3, start_ns=20 * ms, end_ns=25 * ms, input_tokens=1, resent_source=other)
     calls = build_trajectory(TraceContext(trace_id=1), [first, second, third]).tool_calls
     assert [(c.name, c.call_id, c.result) for c in calls] == [("a", "c1", "ra"), ("b", "c2", "rb")]
 

@@ -172,6 +172,10 @@ def _small(source: Callable[[], Any], max_chars: int) -> bool:
     )
 
 
+def _resent(source: Callable[[], tuple[RequestedTool, ...]], max_chars: int) -> tuple[RequestedTool, ...]:
+    return tuple(_requested(tool, max_chars) for tool in source()[:MAX_REQUESTED])
+
+
 def model_call(
     view: SpanView,
     attrs: Mapping[str, Any],
@@ -186,7 +190,7 @@ def model_call(
     input_text: Any = None,
     output_text: Any = None,
     tool_results: tuple[tuple[str, str], ...] = (),
-    resent_calls: tuple[RequestedTool, ...] = (),
+    resent_calls: Callable[[], tuple[RequestedTool, ...]] | None = None,
     failed_results: tuple[str, ...] = (),
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
@@ -207,7 +211,7 @@ def model_call(
         finish_reasons=bounded_value(finish_reasons, max_chars),
         requested_tools=tuple(_requested(tool, max_chars) for tool in requested),
         tool_results=tool_results,
-        resent_calls=tuple(_requested(tool, max_chars) for tool in resent_calls[:MAX_REQUESTED]),
+        resent_source=partial(_resent, resent_calls, max_chars) if resent_calls is not None else (),
         failed_results=failed_results,
         input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),

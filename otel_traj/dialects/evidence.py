@@ -155,7 +155,7 @@ def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         input_text=input_text,
         output_text=text,
         tool_results=first_of(fields.MODEL_TOOL_RESULTS, view, attrs, max_chars) or (),
-        resent_calls=semconv.input_calls(view, attrs, max_chars) if semconv.INPUT in attrs else (),
+        resent_calls=semconv.input_calls(attrs, max_chars),
         failed_results=first_of(fields.MODEL_FAILED_RESULTS, view, attrs, max_chars) or (),
     )
 

@@ -10,7 +10,7 @@ in events unless ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -83,10 +83,11 @@ def input_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> T
     return request_results(raw, max_chars) or None if raw is not None else None
 
 
-def input_calls(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[RequestedTool, ...]:
-    """The previous response's calls as ``gen_ai.input.messages`` repeats them, ids included."""
+def input_calls(attrs: Mapping[str, Any], max_chars: int) -> Callable[[], tuple[RequestedTool, ...]] | None:
+    """The previous response's calls as ``gen_ai.input.messages`` repeats them, ids included: read
+    when first needed (the request is the whole conversation so far)."""
     raw = attrs.get(INPUT)
-    return resent_calls(raw, max_chars) if raw is not None else ()
+    return partial(resent_calls, raw, max_chars) if raw is not None else None
 
 
 def _gemini(attrs: Mapping[str, Any]) -> bool:
