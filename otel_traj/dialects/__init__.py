@@ -18,6 +18,7 @@ from otel_traj.dialects import (
     adk,
     haystack,
     langfuse,
+    langsmith,
     llamaindex,
     logfire,
     openinference,
@@ -40,6 +41,7 @@ MARKERS = frozenset(
         langfuse.TYPE,
         openinference.KIND,
         traceloop.KIND,
+        langsmith.KIND,
         "llm.request.type",
         vercel.OPERATION,
         adk.TOOL_ARGS,
@@ -59,6 +61,7 @@ _KEYED: tuple[tuple[str, Mapping[str, StepKind], str], ...] = (
     (langfuse.TYPE, {"tool": "tool", "generation": "model", "agent": "agent"}, langfuse.DIALECT),
     (openinference.KIND, {"TOOL": "tool", "LLM": "model", "AGENT": "agent"}, openinference.DIALECT),
     (traceloop.KIND, {"tool": "tool", "workflow": "agent", "agent": "agent"}, traceloop.DIALECT),
+    (langsmith.KIND, langsmith.KINDS, langsmith.DIALECT),
     ("llm.request.type", {"chat": "model", "completion": "model"}, traceloop.DIALECT),
     (vercel.OPERATION, vercel.KINDS, vercel.DIALECT),
 )
@@ -136,6 +139,8 @@ def _classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
                 and llamaindex.TOOL_NAME in attrs
             ):
                 found = "tool"  # a LlamaIndex workflow step that calls a tool (OpenLLMetry)
+            elif found is None and value == "chain" and marker == langsmith.KIND:
+                found = "agent" if langsmith.is_agent(view, attrs) else None
             return (found, dialect) if found is not None else None
     operation = attrs.get("gen_ai.operation.name")
     if adk.TOOL_ARGS in attrs or adk.LLM_REQUEST in attrs:

@@ -11,6 +11,7 @@ U+FFFD.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -213,4 +214,28 @@ def span_error(
         pass
     if message is None and isinstance(view.status_message, str) and view.status_message:
         message = view.status_message
+    if error_type in (None, "Exception") and message is not None:
+        error_type, message = _stack_trace(message) or (error_type, message)
     return False, error_type, message
+
+
+# LangChain's record of an error: ``repr(exc)`` followed by the formatted traceback, which LangSmith
+# exports as a generic ``Exception`` whose message is that text.
+_STACK_TRACE = re.compile(r"([A-Za-z_][\w.]*)\((.*?)\)Traceback \(most recent call last\):", re.DOTALL)
+_LITERAL_LIMIT = 4096
+
+
+def _stack_trace(text: str) -> tuple[str, str] | None:
+    """``(type, message)`` of the exception a ``repr(exc)`` + traceback text starts with: the message
+    is the exception's one argument (the text ``str(exc)`` gives), else its arguments as written."""
+    match = _STACK_TRACE.match(text)
+    if match is None:
+        return None
+    written = match.group(2)
+    try:
+        value = ast.literal_eval(f"({written},)") if len(written) <= _LITERAL_LIMIT else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    if isinstance(value, tuple) and len(value) == 1:
+        return match.group(1), str(value[0])
+    return match.group(1), written

@@ -3,7 +3,8 @@
 Applications attach run metadata (the customer, the session) as span attributes. Besides the plain
 key (``app.customer_id``), Traceloop records it as an association property
 (``traceloop.association.properties.app.customer_id``), the Langfuse SDK as JSON-encoded trace
-metadata (``langfuse.trace.metadata.app.customer_id``), and pydantic-ai and OpenInference put the
+metadata (``langfuse.trace.metadata.app.customer_id``), LangSmith's OpenTelemetry export as its run
+metadata (``langsmith.metadata.app.customer_id``), and pydantic-ai and OpenInference put the
 run's ``metadata`` as one JSON object on the agent span.
 """
 
@@ -17,6 +18,8 @@ from otel_traj.dialects._base import bounded_value, dumps, loads, valid_text
 TRACELOOP_PROPERTY = "traceloop.association.properties."
 # The Langfuse SDK's trace metadata (``propagate_attributes(metadata=...)``), each value as JSON.
 LANGFUSE_METADATA = "langfuse.trace.metadata."
+# LangSmith's run metadata, each value as it was (objects as JSON).
+LANGSMITH_METADATA = "langsmith.metadata."
 METADATA = "metadata"
 # Run metadata larger than this is not parsed for captured values.
 METADATA_LIMIT = 64 * 1024
@@ -29,7 +32,7 @@ def capture_sources(keys: Iterable[str]) -> dict[str, str]:
     configured order (a trace's captured attributes keep one order in every process)."""
     keys = tuple(keys)
     found = {key: key for key in keys}
-    for prefix in (TRACELOOP_PROPERTY, LANGFUSE_METADATA):
+    for prefix in (TRACELOOP_PROPERTY, LANGFUSE_METADATA, LANGSMITH_METADATA):
         found |= {prefix + key: key for key in keys}
     return found
 
