@@ -200,6 +200,12 @@ FRAMEWORKS: dict[str, Recorded] = {
     # Langfuse observations; a tool's output is the ToolMessage's fields as JSON, its call id in the
     # span's `langfuse.observation.metadata.tool_call_id`.
     "langgraph_langfuse": speaking("langfuse"),
+    # LangSmith's OpenTelemetry export (`LANGSMITH_TRACING_MODE=otel`) of LangChain's tracer on the
+    # LangGraph agent: a span per LangSmith run (`langsmith.span.kind` tool / llm / chain), the run's
+    # inputs and outputs as JSON in `gen_ai.prompt` / `gen_ai.completion`, the tool call id as
+    # `gen_ai.tool.call.id`, the thread id in `langsmith.metadata.thread_id` on every span; nothing
+    # is left out.
+    "langgraph_langsmith": speaking("langsmith"),
     "langgraph_openlit": Recorded(node_agents=("model",), agent_usage_is_total=False),
     "langgraph_traceloop": Recorded(tool="traceloop", agent="traceloop"),
     # OpenLLMetry's LlamaIndex instrumentation with its OpenAI client instrumentation (it opens no span
