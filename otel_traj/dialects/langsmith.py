@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import as_str, clip_text, dumps, loads
+from otel_traj.dialects._base import as_str, clip_text, dumps, loads_once
 from otel_traj.dialects._messages import (
     ASSISTANT_ROLES,
     MAX_MESSAGES,
@@ -75,8 +75,9 @@ def is_tool(attrs: Mapping[str, Any]) -> bool:
 
 
 def _data(attrs: Mapping[str, Any], key: str) -> Any:
+    """The run's inputs or outputs, parsed once for the several fields read from them."""
     value = attrs.get(key)
-    return loads(value) if isinstance(value, str) and value[:1] in ("{", "[") else None
+    return loads_once(value) if isinstance(value, str) and value[:1] in ("{", "[") else None
 
 
 def _message(message: Any) -> Any:
