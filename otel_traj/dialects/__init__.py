@@ -20,6 +20,7 @@ from otel_traj.dialects import (
     langfuse,
     llamaindex,
     logfire,
+    mlflow,
     openinference,
     pydantic_ai,
     semconv,
@@ -42,6 +43,7 @@ MARKERS = frozenset(
         traceloop.KIND,
         "llm.request.type",
         vercel.OPERATION,
+        mlflow.SPAN_TYPE,
         adk.TOOL_ARGS,
         adk.LLM_REQUEST,
         logfire.TEMPLATE,
@@ -61,6 +63,7 @@ _KEYED: tuple[tuple[str, Mapping[str, StepKind], str], ...] = (
     (traceloop.KIND, {"tool": "tool", "workflow": "agent", "agent": "agent"}, traceloop.DIALECT),
     ("llm.request.type", {"chat": "model", "completion": "model"}, traceloop.DIALECT),
     (vercel.OPERATION, vercel.KINDS, vercel.DIALECT),
+    (mlflow.SPAN_TYPE, mlflow.KINDS, mlflow.DIALECT),
 )
 _SEMCONV_KINDS: dict[str, StepKind] = {
     "execute_tool": "tool",
