@@ -244,6 +244,11 @@ FRAMEWORKS: dict[str, Recorded] = {
     ),
     "logfire_openai_agents": speaking("logfire", span_call_ids=False, conversation="trace"),
     "logfire_pydantic_ai": Recorded(agent="pydantic_ai"),
+    # MLflow Tracing exported over OTLP (`mlflow.openai.autolog()` on a hand-written loop, tools and the
+    # run as `@mlflow.trace` functions of span type TOOL / AGENT): MLflow's own `mlflow.*` attributes
+    # (JSON text); tool spans carry no call id (the ids are only in the chat spans' messages), and the
+    # session (`update_current_trace(session_id=…)`: trace metadata) is not exported.
+    "mlflow_openai": speaking("mlflow", span_call_ids=False, conversation=None),
     # Mastra (JavaScript, `@mastra/otel-exporter`): its `chat` spans record the response text and
     # usage but neither the input messages nor the requested calls (those are only in Mastra's own
     # `mastra.model_step.*` attributes of the `agent_step` spans); the conversation id only as

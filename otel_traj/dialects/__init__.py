@@ -21,6 +21,7 @@ from otel_traj.dialects import (
     langsmith,
     llamaindex,
     logfire,
+    mlflow,
     openinference,
     pydantic_ai,
     semconv,
@@ -44,6 +45,7 @@ MARKERS = frozenset(
         langsmith.KIND,
         "llm.request.type",
         vercel.OPERATION,
+        mlflow.SPAN_TYPE,
         adk.TOOL_ARGS,
         adk.LLM_REQUEST,
         logfire.TEMPLATE,
@@ -64,6 +66,7 @@ _KEYED: tuple[tuple[str, Mapping[str, StepKind], str], ...] = (
     (langsmith.KIND, langsmith.KINDS, langsmith.DIALECT),
     ("llm.request.type", {"chat": "model", "completion": "model"}, traceloop.DIALECT),
     (vercel.OPERATION, vercel.KINDS, vercel.DIALECT),
+    (mlflow.SPAN_TYPE, mlflow.KINDS, mlflow.DIALECT),
 )
 _SEMCONV_KINDS: dict[str, StepKind] = {
     "execute_tool": "tool",

@@ -72,6 +72,16 @@ def parse_json(text: str) -> Any:
         return None
 
 
+def json_string(value: Any) -> Any:
+    """A string serialized as JSON (``"\\"text\\""``: Langfuse's outputs, every MLflow attribute) as
+    the string itself; any other value as it is."""
+    if isinstance(value, str) and value.startswith('"'):
+        decoded = loads(value)
+        if isinstance(decoded, str):
+            return decoded
+    return value
+
+
 def dumps(value: Any) -> str | None:
     try:
         return json.dumps(value, ensure_ascii=False, default=str)

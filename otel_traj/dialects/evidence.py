@@ -18,6 +18,7 @@ from otel_traj.dialects import (
     langfuse,
     llamaindex,
     logfire,
+    mlflow,
     openinference,
     printed,
     semconv,
@@ -121,14 +122,20 @@ def _output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output:
 
 
 def _usage(attrs: Mapping[str, Any]) -> Usage:
-    """The usage attributes; else a usage JSON object (Langfuse, Logfire, Google ADK)."""
+    """The usage attributes; else a usage JSON object (Langfuse, Logfire, Google ADK, Haystack, MLflow)."""
     counted = usage(attrs)
     if counted.input is not None or counted.output is not None:
         return counted
     details = usage_from_json(attrs.get("langfuse.observation.usage_details"))
     if details.input is not None or details.output is not None:
         return details
-    return logfire.json_usage(attrs) or adk.json_usage(attrs) or haystack.usage(attrs) or counted
+    return (
+        logfire.json_usage(attrs)
+        or adk.json_usage(attrs)
+        or haystack.usage(attrs)
+        or mlflow.usage(attrs)
+        or counted
+    )
 
 
 def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ModelCall:

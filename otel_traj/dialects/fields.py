@@ -22,13 +22,14 @@ from otel_traj.dialects import (
     llamaindex,
     logfire,
     mastra,
+    mlflow,
     openinference,
     pydantic_ai,
     semconv,
     traceloop,
     vercel,
 )
-from otel_traj.dialects._base import str_tuple, suffix
+from otel_traj.dialects._base import json_string, str_tuple, suffix
 from otel_traj.dialects._messages import Output
 from otel_traj.dialects.sources import Source, attribute, attributes, equals, event_attribute, has, specified
 from otel_traj.spanview import SpanView
@@ -68,7 +69,9 @@ TOOL_NAME: tuple[Source, ...] = (
     attribute("name", when=logfire.is_tool, note="Logfire `Function: {name}` spans"),
     _span_name_after("execute_tool "),
     _own_span_name(
-        (langfuse.TYPE, traceloop.KIND), ".tool", "span name (Langfuse, Traceloop without its `.tool` suffix)"
+        (langfuse.TYPE, traceloop.KIND, mlflow.SPAN_TYPE),
+        ".tool",
+        "span name (Langfuse, Traceloop without its `.tool` suffix, MLflow)",
     ),
     Source(f"span name `<tool>{dspy.CALL_SUFFIX}` (DSPy)", dspy.tool_name, trigger=openinference.KIND),
     attribute(haystack.TOOL_NAME, note="Haystack"),
@@ -80,7 +83,7 @@ TOOL_CALL_ID: tuple[Source, ...] = (
     attribute("tool.id", note="OpenInference"),
     attribute(
         "langfuse.observation.metadata.tool_call_id",
-        langfuse.json_string,
+        json_string,
         note="Langfuse's LangChain integration",
     ),
 )
@@ -92,9 +95,10 @@ TOOL_ARGUMENTS: tuple[Source, ...] = (
     attribute(adk.TOOL_ARGS, specified, note="Google ADK"),
     attribute(traceloop.ENTITY_INPUT, note="Traceloop"),
     attribute("input.value", note="OpenInference"),
-    attribute(langfuse.INPUT, langfuse.json_string, note="Langfuse"),
+    attribute(langfuse.INPUT, json_string, note="Langfuse"),
     Source(f"`{langsmith.INPUTS}` (LangSmith tool runs)", langsmith.tool_arguments, trigger=langsmith.INPUTS),
     attribute("input", when=logfire.is_tool, note="Logfire"),
+    attribute(mlflow.INPUTS, note="MLflow"),
     attribute("tool.parameters", openinference.parameters_arguments, note="OpenInference, when not a schema"),
     attribute(haystack.TOOL_INPUT, note="Haystack"),
     attribute(llamaindex.TOOL_ARGUMENTS, note="LlamaIndex under OpenLLMetry"),
@@ -108,9 +112,10 @@ TOOL_RESULT: tuple[Source, ...] = (
     attribute(adk.TOOL_RESPONSE, specified, note="Google ADK"),
     attribute(traceloop.ENTITY_OUTPUT, note="Traceloop"),
     attribute("output.value", note="OpenInference"),
-    attribute(langfuse.OUTPUT, langfuse.json_string, note="Langfuse"),
+    attribute(langfuse.OUTPUT, json_string, note="Langfuse"),
     Source(f"`{langsmith.OUTPUTS}` (LangSmith tool runs)", langsmith.tool_result, trigger=langsmith.OUTPUTS),
     attribute("output", when=logfire.is_tool, note="Logfire"),
+    attribute(mlflow.OUTPUTS, json_string, note="MLflow"),
     attribute(haystack.TOOL_OUTPUT, note="Haystack"),
     event_attribute("gen_ai.choice", "message"),
 )
@@ -121,6 +126,7 @@ MODEL_NAME: tuple[Source, ...] = (
     attribute("ai.response.model", note="Vercel AI SDK"),
     attribute("ai.model.id", note="Vercel AI SDK"),
     attribute("langfuse.observation.model.name", note="Langfuse"),
+    attribute(mlflow.MODEL, json_string, note="MLflow"),
     Source(
         f"`{haystack.LLM_OUTPUT}` → `meta.model` (Haystack)", haystack.model_name, trigger=haystack.LLM_OUTPUT
     ),
@@ -131,6 +137,7 @@ PROVIDER: tuple[Source, ...] = (
     *attributes(semconv.PROVIDER_KEYS),
     *(attribute(key, note="OpenInference") for key in ("llm.provider", "llm.system")),
     attribute("ai.model.provider", note="Vercel AI SDK"),
+    attribute(mlflow.PROVIDER, json_string, note="MLflow"),
 )
 FINISH_REASONS: tuple[Source, ...] = (
     attribute("gen_ai.response.finish_reasons", str_tuple),
@@ -161,6 +168,7 @@ MODEL_OUTPUT: tuple[Source, ...] = (
     Source(f"`{langfuse.OUTPUT}` (Langfuse)", langfuse.generation_output, trigger=langfuse.OUTPUT),
     Source("`output` / `response` (Logfire)", logfire.model_output, trigger=logfire.TEMPLATE),
     Source(f"`{haystack.LLM_OUTPUT}` (Haystack)", haystack.output, trigger=haystack.LLM_OUTPUT),
+    Source(f"`{mlflow.OUTPUTS}` (MLflow)", mlflow.response_output, trigger=mlflow.OUTPUTS),
     Source("events `gen_ai.choice` / `gen_ai.content.completion`", semconv.events_output),
 )
 MODEL_INPUT: tuple[Source, ...] = (
@@ -179,6 +187,7 @@ MODEL_INPUT: tuple[Source, ...] = (
     Source(f"`{langfuse.INPUT}` (Langfuse)", langfuse.generation_input, trigger=langfuse.INPUT),
     Source("`input` / `raw_input` (Logfire)", logfire.model_input, trigger=logfire.TEMPLATE),
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_input, trigger=haystack.LLM_INPUT),
+    Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_input, trigger=mlflow.INPUTS),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 
@@ -195,6 +204,7 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
     Source(f"`{langsmith.INPUTS}` (LangSmith)", langsmith.request_results, trigger=langsmith.INPUTS),
     Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_results, trigger="ai.prompt.messages"),
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_results, trigger=haystack.LLM_INPUT),
+    Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_tool_results, trigger=mlflow.INPUTS),
     Source("events `gen_ai.tool.message` / `gen_ai.user.message`", semconv.events_results),
 )
 
@@ -210,6 +220,7 @@ MODEL_FAILED_RESULTS: tuple[Source, ...] = (
         langsmith.request_failures,
         trigger=langsmith.INPUTS,
     ),
+    Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_failed_results, trigger=mlflow.INPUTS),
     Source("events `gen_ai.user.message`", semconv.events_failures),
 )
 
@@ -228,9 +239,9 @@ AGENT_NAME: tuple[Source, ...] = (
     _span_name_after("invoke_agent "),
     _span_name_after("invoke_workflow "),
     _own_span_name(
-        (openinference.KIND, langfuse.TYPE),
+        (openinference.KIND, langfuse.TYPE, mlflow.SPAN_TYPE),
         ".run",
-        "span name (OpenInference without a `.run` suffix, Langfuse)",
+        "span name (OpenInference without a `.run` suffix, Langfuse, MLflow)",
     ),
 )
 CONVERSATION_ID: tuple[Source, ...] = (
@@ -261,6 +272,7 @@ AGENT_INPUT: tuple[Source, ...] = (
     Source("`ai.prompt` (Vercel AI SDK)", vercel.prompt_text, trigger="ai.prompt"),
     Source(f"`{mastra.RUN_INPUT}` (Mastra)", mastra.run_input, trigger=mastra.RUN_INPUT),
     Source(f"`{haystack.RUN_INPUT}` (Haystack)", haystack.run_input, trigger=haystack.RUN_INPUT),
+    Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.run_input, trigger=mlflow.INPUTS),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 AGENT_OUTPUT: tuple[Source, ...] = (
@@ -283,6 +295,7 @@ AGENT_OUTPUT: tuple[Source, ...] = (
     *(attribute(key, note="Vercel AI SDK") for key in vercel.TEXT_KEYS),
     Source(f"`{mastra.RUN_OUTPUT}` (Mastra)", mastra.run_output, trigger=mastra.RUN_OUTPUT),
     Source(f"`{haystack.RUN_OUTPUT}` (Haystack)", haystack.run_output, trigger=haystack.RUN_OUTPUT),
+    Source(f"`{mlflow.OUTPUTS}` (MLflow)", mlflow.run_output, trigger=mlflow.OUTPUTS),
     Source("events `gen_ai.choice`", lambda view, attrs, m: _text(semconv.events_output(view, attrs, m))),
 )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import loads
+from otel_traj.dialects._base import json_string
 from otel_traj.dialects._messages import (
     Output,
     as_messages,
@@ -32,15 +32,6 @@ OUTPUT = "langfuse.observation.output"
 
 def failed(attrs: Mapping[str, Any]) -> bool:
     return attrs.get("langfuse.observation.level") == "ERROR"
-
-
-def json_string(value: Any) -> Any:
-    """Langfuse serializes a returned string as JSON (``"\\"text\\""``): the string itself."""
-    if isinstance(value, str) and value.startswith('"'):
-        decoded = loads(value)
-        if isinstance(decoded, str):
-            return decoded
-    return value
 
 
 def generation_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
