@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import clip_text, loads
+from otel_traj.dialects._base import clip_text, loads, loads_once
 from otel_traj.dialects._messages import (
     Output,
     as_messages,
@@ -41,11 +41,12 @@ KINDS: dict[str, StepKind] = {**_TYPES, **{f'"{name}"': kind for name, kind in _
 
 
 def _decoded(attrs: Mapping[str, Any], key: str) -> Any:
-    """The value MLflow serialized into ``key``: an object, a list, a string or a number."""
+    """The value MLflow serialized into ``key``: an object, a list, a string or a number (parsed once
+    for the several fields read from it)."""
     value = attrs.get(key)
     if not isinstance(value, str):
         return value
-    decoded = loads(value)
+    decoded = loads_once(value)
     return decoded if decoded is not None or value == "null" else value
 
 
