@@ -2,7 +2,8 @@
 
 Applications attach run metadata (the customer, the session) as span attributes. Besides the plain
 key (``app.customer_id``), Traceloop records it as an association property
-(``traceloop.association.properties.app.customer_id``), the Langfuse SDK as JSON-encoded trace
+(``traceloop.association.properties.app.customer_id``; its standard ``session_id`` / ``user_id``
+properties are ``session.id`` / ``user.id``), the Langfuse SDK as JSON-encoded trace
 metadata (``langfuse.trace.metadata.app.customer_id``), LangSmith's OpenTelemetry export as its run
 metadata (``langsmith.metadata.app.customer_id``), and pydantic-ai and OpenInference put the
 run's ``metadata`` as one JSON object on the agent span.
@@ -16,6 +17,10 @@ from typing import Any
 from otel_traj.dialects._base import bounded_value, dumps, loads, valid_text
 
 TRACELOOP_PROPERTY = "traceloop.association.properties."
+# traceloop-sdk's standard association properties (``AssociationProperty.SESSION_ID`` / ``USER_ID``)
+# hold what these captured keys name, under names of their own: a run that sets only them still has
+# its session (conversation) and user.
+TRACELOOP_STANDARD = {"session.id": "session_id", "user.id": "user_id"}
 # The Langfuse SDK's trace metadata (``propagate_attributes(metadata=...)``), each value as JSON.
 LANGFUSE_METADATA = "langfuse.trace.metadata."
 # LangSmith's run metadata, each value as it was (objects as JSON).
@@ -34,6 +39,7 @@ def capture_sources(keys: Iterable[str]) -> dict[str, str]:
     found = {key: key for key in keys}
     for prefix in (TRACELOOP_PROPERTY, LANGFUSE_METADATA, LANGSMITH_METADATA):
         found |= {prefix + key: key for key in keys}
+    found |= {TRACELOOP_PROPERTY + TRACELOOP_STANDARD[key]: key for key in keys if key in TRACELOOP_STANDARD}
     return found
 
 
