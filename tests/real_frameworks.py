@@ -312,6 +312,13 @@ FRAMEWORKS: dict[str, Recorded] = {
     "strands_latest": Recorded(),
     # Vercel AI SDK (JavaScript): the agent's name only as the telemetry functionId, the conversation
     # id only as telemetry metadata (`ai.telemetry.metadata.sessionId`); nothing else is left out.
+    # OpenLLMetry's full SDK (`Traceloop.init(exporter=…)`) on a hand-written loop over the openai
+    # client: `@agent` / `@tool` decorator spans (`traceloop.entity.input` / `.output` JSON), chat
+    # spans from its bundled OpenAI instrumentation in GenAI semconv only; tool spans carry no call id
+    # (the ids are only in the chat spans' messages), and the association properties (`session_id`,
+    # `app.customer_id`), set inside the `@agent` function, are on the chat and tool spans, not on the
+    # agent span.
+    "traceloop_sdk": Recorded(tool="traceloop", agent="traceloop", span_call_ids=False, conversation="trace"),
     "vercel_ai": speaking("vercel"),
 }
 
