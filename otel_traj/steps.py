@@ -175,8 +175,8 @@ class AgentRun(_LazyInput):
     ok: bool = True
     error_type: str | None = None
     dialect: str = ""
-    # A workflow around the agents (Traceloop ``workflow``, ``invoke_workflow``): its name is the
-    # pipeline's, the agent's only when no agent span names one.
+    # A workflow around the agents (Traceloop ``workflow``, ``invoke_workflow``, a Genkit flow): its
+    # name is the pipeline's, the agent's only when no agent span names one.
     workflow: bool = False
 
     kind: StepKind = field(default="agent", init=False)

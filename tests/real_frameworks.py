@@ -254,6 +254,12 @@ FRAMEWORKS: dict[str, Recorded] = {
     # `mastra.model_step.*` attributes of the `agent_step` spans); the conversation id only as
     # tracing metadata (`mastra.metadata.sessionId`, on every span).
     "mastra": Recorded(requests=False, requested_calls=False),
+    # Genkit (JavaScript, its own tracing through `enableTelemetry`): `genkit:*` attributes only; a
+    # `ai.defineAgent` agent (subtype agent, with its session id) around Genkit's generate loop, whose
+    # model actions record the request and response in Genkit's message shape (the call ids are their
+    # `ref`s) and whose tool actions record arguments and results but no call id; models are named
+    # with their plugin namespace (`openai/gpt-4o-mini`).
+    "genkit": speaking("genkit", span_call_ids=False, model_name="openai/gpt-4o-mini"),
     "openai_agents": speaking("openinference", span_call_ids=False),
     # OpenLIT (`openlit.init`) on the OpenAI Agents SDK: its tool spans carry no call id (the ids are
     # on the `chat` spans' requested calls).

@@ -16,6 +16,7 @@ from typing import Any
 
 from otel_traj.dialects import (
     adk,
+    genkit,
     haystack,
     langfuse,
     langsmith,
@@ -46,6 +47,7 @@ MARKERS = frozenset(
         "llm.request.type",
         vercel.OPERATION,
         mlflow.SPAN_TYPE,
+        genkit.SUBTYPE,
         adk.TOOL_ARGS,
         adk.LLM_REQUEST,
         logfire.TEMPLATE,
@@ -67,6 +69,7 @@ _KEYED: tuple[tuple[str, Mapping[str, StepKind], str], ...] = (
     ("llm.request.type", {"chat": "model", "completion": "model"}, traceloop.DIALECT),
     (vercel.OPERATION, vercel.KINDS, vercel.DIALECT),
     (mlflow.SPAN_TYPE, mlflow.KINDS, mlflow.DIALECT),
+    (genkit.SUBTYPE, genkit.KINDS, genkit.DIALECT),
 )
 _SEMCONV_KINDS: dict[str, StepKind] = {
     "execute_tool": "tool",

@@ -3,8 +3,8 @@
 Accepted shapes (one list may mix them): GenAI semconv ``{role, parts: [{type: text|tool_call}]}``,
 OpenAI chat ``{role, content, tool_calls: [{id, function: {name, arguments}}]}``, Anthropic content
 blocks ``[{type: text}, {type: tool_use, id, name, input}]``, Bedrock/Strands content blocks
-``[{text}, {toolUse}]``, Vercel AI SDK ``[{type: text|tool-call}]`` and Gemini/ADK
-``{role, parts: [{text}, {function_call}]}``.
+``[{text}, {toolUse}]``, Vercel AI SDK ``[{type: text|tool-call}]``, Gemini/ADK
+``{role, parts: [{text}, {function_call}]}`` and Genkit ``{role, content: [{text}, {toolRequest}]}``.
 """
 
 from __future__ import annotations
@@ -216,6 +216,9 @@ def _block_call(block: Any, max_chars: int) -> RequestedTool | None:
     nested = block.get("function_call")
     if isinstance(nested, _MAPPING):
         return requested_tool(nested.get("name"), nested.get("id"), nested.get("args"), max_chars)
+    nested = block.get("toolRequest")  # Genkit: the call id is its ``ref``
+    if isinstance(nested, _MAPPING):
+        return requested_tool(nested.get("name"), nested.get("ref"), nested.get("input"), max_chars)
     nested = block.get("tool_call")  # Haystack
     if isinstance(nested, _MAPPING):
         return requested_tool(nested.get("tool_name"), nested.get("id"), nested.get("arguments"), max_chars)

@@ -10,7 +10,8 @@ semconv parts ``{"type": "tool_call_response", "id", "response" (or "result")}``
 blocks ``{"type": "tool_result", "tool_use_id", "content"}``, Vercel AI SDK ``{"type": "tool-result",
 "toolCallId", "output"}``, Bedrock ``{"toolResult": {"toolUseId", "content"}}``, Gemini
 ``{"function_response": {"id", "response"}}`` (``functionResponse`` in the API's JSON), Haystack
-``{"tool_call_result": {"result", "origin": {"id"}}}`` and Responses API ``function_call_output``.
+``{"tool_call_result": {"result", "origin": {"id"}}}``, Genkit ``{"toolResponse": {"ref", "output"}}``
+and Responses API ``function_call_output``.
 
 Some shapes also say that the result reports a failure: Anthropic's ``is_error: true``, Bedrock's
 ``status: "error"``, the Vercel AI SDK's ``error-text`` / ``error-json`` outputs, and Gemini's
@@ -67,6 +68,9 @@ def _result(block: Any) -> tuple[Any, Any] | None:
     if isinstance(nested, Mapping):
         origin = nested.get("origin")
         return (origin.get("id") if isinstance(origin, Mapping) else None), nested.get("result")
+    nested = block.get("toolResponse")  # Genkit
+    if isinstance(nested, Mapping):
+        return nested.get("ref"), nested.get("output")
     return None
 
 

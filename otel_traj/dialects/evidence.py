@@ -14,6 +14,7 @@ from otel_traj.dialects import (
     adk,
     dspy,
     fields,
+    genkit,
     haystack,
     langfuse,
     llamaindex,
@@ -122,7 +123,8 @@ def _output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output:
 
 
 def _usage(attrs: Mapping[str, Any]) -> Usage:
-    """The usage attributes; else a usage JSON object (Langfuse, Logfire, Google ADK, Haystack, MLflow)."""
+    """The usage attributes; else a usage JSON object (Langfuse, Logfire, Google ADK, Haystack, MLflow,
+    Genkit)."""
     counted = usage(attrs)
     if counted.input is not None or counted.output is not None:
         return counted
@@ -134,6 +136,7 @@ def _usage(attrs: Mapping[str, Any]) -> Usage:
         or adk.json_usage(attrs)
         or haystack.usage(attrs)
         or mlflow.usage(attrs)
+        or genkit.usage(attrs)
         or counted
     )
 
@@ -179,5 +182,6 @@ def agent_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         output_text=first_of(fields.AGENT_OUTPUT, view, attrs, max_chars),
         usage=agent_usage(attrs),
         workflow=attrs.get(traceloop.KIND) == "workflow"
-        or attrs.get("gen_ai.operation.name") == "invoke_workflow",
+        or attrs.get("gen_ai.operation.name") == "invoke_workflow"
+        or genkit.is_flow(attrs),
     )

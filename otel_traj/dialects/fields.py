@@ -16,6 +16,7 @@ from typing import Any
 from otel_traj.dialects import (
     adk,
     dspy,
+    genkit,
     haystack,
     langfuse,
     langsmith,
@@ -75,6 +76,7 @@ TOOL_NAME: tuple[Source, ...] = (
     ),
     Source(f"span name `<tool>{dspy.CALL_SUFFIX}` (DSPy)", dspy.tool_name, trigger=openinference.KIND),
     attribute(haystack.TOOL_NAME, note="Haystack"),
+    attribute(genkit.NAME, when=genkit.is_tool, note="Genkit tool actions"),
 )
 TOOL_CALL_ID: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.id", specified),
@@ -102,6 +104,7 @@ TOOL_ARGUMENTS: tuple[Source, ...] = (
     attribute("tool.parameters", openinference.parameters_arguments, note="OpenInference, when not a schema"),
     attribute(haystack.TOOL_INPUT, note="Haystack"),
     attribute(llamaindex.TOOL_ARGUMENTS, note="LlamaIndex under OpenLLMetry"),
+    attribute(genkit.INPUT, when=genkit.is_tool, note="Genkit tool actions"),
     event_attribute("gen_ai.tool.message", "content"),
 )
 TOOL_RESULT: tuple[Source, ...] = (
@@ -117,6 +120,7 @@ TOOL_RESULT: tuple[Source, ...] = (
     attribute("output", when=logfire.is_tool, note="Logfire"),
     attribute(mlflow.OUTPUTS, json_string, note="MLflow"),
     attribute(haystack.TOOL_OUTPUT, note="Haystack"),
+    attribute(genkit.OUTPUT, when=genkit.is_tool, note="Genkit tool actions"),
     event_attribute("gen_ai.choice", "message"),
 )
 
@@ -130,6 +134,7 @@ MODEL_NAME: tuple[Source, ...] = (
     Source(
         f"`{haystack.LLM_OUTPUT}` → `meta.model` (Haystack)", haystack.model_name, trigger=haystack.LLM_OUTPUT
     ),
+    attribute(genkit.NAME, when=genkit.is_model, note="Genkit model actions"),
     _span_name_after("chat "),
     _span_name_after("generate_content "),
 )
@@ -138,6 +143,7 @@ PROVIDER: tuple[Source, ...] = (
     *(attribute(key, note="OpenInference") for key in ("llm.provider", "llm.system")),
     attribute("ai.model.provider", note="Vercel AI SDK"),
     attribute(mlflow.PROVIDER, json_string, note="MLflow"),
+    Source(f"`{genkit.NAME}` before `/` (Genkit model actions)", genkit.provider, trigger=genkit.NAME),
 )
 FINISH_REASONS: tuple[Source, ...] = (
     attribute("gen_ai.response.finish_reasons", str_tuple),
@@ -169,6 +175,7 @@ MODEL_OUTPUT: tuple[Source, ...] = (
     Source("`output` / `response` (Logfire)", logfire.model_output, trigger=logfire.TEMPLATE),
     Source(f"`{haystack.LLM_OUTPUT}` (Haystack)", haystack.output, trigger=haystack.LLM_OUTPUT),
     Source(f"`{mlflow.OUTPUTS}` (MLflow)", mlflow.response_output, trigger=mlflow.OUTPUTS),
+    Source(f"`{genkit.OUTPUT}` (Genkit)", genkit.response_output, trigger=genkit.OUTPUT),
     Source("events `gen_ai.choice` / `gen_ai.content.completion`", semconv.events_output),
 )
 MODEL_INPUT: tuple[Source, ...] = (
@@ -188,6 +195,7 @@ MODEL_INPUT: tuple[Source, ...] = (
     Source("`input` / `raw_input` (Logfire)", logfire.model_input, trigger=logfire.TEMPLATE),
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_input, trigger=haystack.LLM_INPUT),
     Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_input, trigger=mlflow.INPUTS),
+    Source(f"`{genkit.INPUT}` (Genkit)", genkit.request_input, trigger=genkit.INPUT),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 
@@ -205,6 +213,7 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
     Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_results, trigger="ai.prompt.messages"),
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_results, trigger=haystack.LLM_INPUT),
     Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_tool_results, trigger=mlflow.INPUTS),
+    Source(f"`{genkit.INPUT}` (Genkit)", genkit.request_tool_results, trigger=genkit.INPUT),
     Source("events `gen_ai.tool.message` / `gen_ai.user.message`", semconv.events_results),
 )
 
@@ -236,6 +245,7 @@ AGENT_NAME: tuple[Source, ...] = (
     attribute("graph.node.id", note="OpenInference LangGraph"),
     attribute(langsmith.NAME, note="LangSmith"),
     attribute("gen_ai.workflow.name"),
+    attribute(genkit.NAME, when=genkit.is_agent, note="Genkit agent and flow actions"),
     _span_name_after("invoke_agent "),
     _span_name_after("invoke_workflow "),
     _own_span_name(
@@ -253,6 +263,7 @@ CONVERSATION_ID: tuple[Source, ...] = (
     attribute("langfuse.session.id", note="Langfuse"),
     attribute("group_id", note="Logfire, the OpenAI Agents SDK's `RunConfig.group_id`"),
     *(attribute(key, note="LangSmith thread metadata") for key in langsmith.CONVERSATION_KEYS),
+    attribute(genkit.SESSION_ID, note="Genkit agents"),
 )
 AGENT_INPUT: tuple[Source, ...] = (
     Source(f"`{semconv.INPUT}`", semconv.input_messages, trigger=semconv.INPUT),
@@ -273,6 +284,7 @@ AGENT_INPUT: tuple[Source, ...] = (
     Source(f"`{mastra.RUN_INPUT}` (Mastra)", mastra.run_input, trigger=mastra.RUN_INPUT),
     Source(f"`{haystack.RUN_INPUT}` (Haystack)", haystack.run_input, trigger=haystack.RUN_INPUT),
     Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.run_input, trigger=mlflow.INPUTS),
+    Source(f"`{genkit.INPUT}` (Genkit)", genkit.run_input, trigger=genkit.INPUT),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 AGENT_OUTPUT: tuple[Source, ...] = (
@@ -296,6 +308,7 @@ AGENT_OUTPUT: tuple[Source, ...] = (
     Source(f"`{mastra.RUN_OUTPUT}` (Mastra)", mastra.run_output, trigger=mastra.RUN_OUTPUT),
     Source(f"`{haystack.RUN_OUTPUT}` (Haystack)", haystack.run_output, trigger=haystack.RUN_OUTPUT),
     Source(f"`{mlflow.OUTPUTS}` (MLflow)", mlflow.run_output, trigger=mlflow.OUTPUTS),
+    Source(f"`{genkit.OUTPUT}` (Genkit)", genkit.run_output, trigger=genkit.OUTPUT),
     Source("events `gen_ai.choice`", lambda view, attrs, m: _text(semconv.events_output(view, attrs, m))),
 )
 
