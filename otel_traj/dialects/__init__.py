@@ -51,6 +51,7 @@ MARKERS = frozenset(
         adk.TOOL_ARGS,
         adk.LLM_REQUEST,
         logfire.TEMPLATE,
+        llamaindex.RUN_ID,
         "gen_ai.operation.name",
         "gen_ai.tool.name",
         "gen_ai.system",
@@ -148,6 +149,9 @@ def _classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
             elif found is None and value == "chain" and marker == langsmith.KIND:
                 found = "agent" if langsmith.is_agent(view, attrs) else None
             return (found, dialect) if found is not None else None
+    if llamaindex.RUN_ID in attrs:
+        found = llamaindex.kind(view, attrs)
+        return (found, llamaindex.DIALECT) if found is not None else None
     operation = attrs.get("gen_ai.operation.name")
     if adk.TOOL_ARGS in attrs or adk.LLM_REQUEST in attrs:
         if adk.TOOL_ARGS in attrs or operation == "execute_tool":

@@ -122,9 +122,9 @@ def _output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output:
     return None, (), reasons
 
 
-def _usage(attrs: Mapping[str, Any]) -> Usage:
+def _usage(view: SpanView, attrs: Mapping[str, Any]) -> Usage:
     """The usage attributes; else a usage JSON object (Langfuse, Logfire, Google ADK, Haystack, MLflow,
-    Genkit)."""
+    Genkit); else the usage in LlamaIndex's chat event."""
     counted = usage(attrs)
     if counted.input is not None or counted.output is not None:
         return counted
@@ -137,6 +137,7 @@ def _usage(attrs: Mapping[str, Any]) -> Usage:
         or haystack.usage(attrs)
         or mlflow.usage(attrs)
         or genkit.usage(attrs)
+        or llamaindex.usage(view, attrs)
         or counted
     )
 
@@ -159,7 +160,7 @@ def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         max_chars,
         model=first_of(fields.MODEL_NAME, view, attrs, max_chars),
         provider=first_of(fields.PROVIDER, view, attrs, max_chars),
-        usage=_usage(attrs),
+        usage=_usage(view, attrs),
         finish_reasons=first_of(fields.FINISH_REASONS, view, attrs, max_chars) or reasons,
         requested=requested,
         input_text=input_text,

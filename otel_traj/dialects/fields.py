@@ -37,6 +37,9 @@ from otel_traj.spanview import SpanView
 
 _TRACELOOP_TOOL = equals(traceloop.KIND, "tool")
 _TRACELOOP_ENTITY = equals(traceloop.KIND, "agent", "workflow")
+_LLAMAINDEX_MESSAGES = (
+    f"events `{llamaindex.CHAT_END}` / `{llamaindex.CHAT_START}` → `messages` (LlamaIndex's own integration)"
+)
 # Span names that say what the span is, not which tool or agent it ran.
 GENERIC_NAMES = frozenset({"running tool", "execute_tool", "agent run", "invoke_agent", "call_llm", "chat"})
 # Tool spans a framework writes for its own bookkeeping: no tool ran (Google ADK's span after a
@@ -77,6 +80,11 @@ TOOL_NAME: tuple[Source, ...] = (
     Source(f"span name `<tool>{dspy.CALL_SUFFIX}` (DSPy)", dspy.tool_name, trigger=openinference.KIND),
     attribute(haystack.TOOL_NAME, note="Haystack"),
     attribute(genkit.NAME, when=genkit.is_tool, note="Genkit tool actions"),
+    Source(
+        f"`{llamaindex.INPUT_SUMMARY}` → `ToolCall(tool_name=…)` (LlamaIndex's own integration)",
+        llamaindex.summary_tool_name,
+        trigger=llamaindex.INPUT_SUMMARY,
+    ),
 )
 TOOL_CALL_ID: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.id", specified),
@@ -87,6 +95,11 @@ TOOL_CALL_ID: tuple[Source, ...] = (
         "langfuse.observation.metadata.tool_call_id",
         json_string,
         note="Langfuse's LangChain integration",
+    ),
+    Source(
+        f"`{llamaindex.INPUT_SUMMARY}` → `ToolCall(tool_id=…)` (LlamaIndex's own integration)",
+        llamaindex.summary_call_id,
+        trigger=llamaindex.INPUT_SUMMARY,
     ),
 )
 TOOL_ARGUMENTS: tuple[Source, ...] = (
@@ -105,6 +118,11 @@ TOOL_ARGUMENTS: tuple[Source, ...] = (
     attribute(haystack.TOOL_INPUT, note="Haystack"),
     attribute(llamaindex.TOOL_ARGUMENTS, note="LlamaIndex under OpenLLMetry"),
     attribute(genkit.INPUT, when=genkit.is_tool, note="Genkit tool actions"),
+    Source(
+        f"`{llamaindex.INPUT_SUMMARY}` → `ToolCall(tool_kwargs=…)` (LlamaIndex's own integration)",
+        llamaindex.summary_arguments,
+        trigger=llamaindex.INPUT_SUMMARY,
+    ),
     event_attribute("gen_ai.tool.message", "content"),
 )
 TOOL_RESULT: tuple[Source, ...] = (
@@ -135,6 +153,12 @@ MODEL_NAME: tuple[Source, ...] = (
         f"`{haystack.LLM_OUTPUT}` → `meta.model` (Haystack)", haystack.model_name, trigger=haystack.LLM_OUTPUT
     ),
     attribute(genkit.NAME, when=genkit.is_model, note="Genkit model actions"),
+    Source(
+        f"events `{llamaindex.CHAT_END}` → `response.raw.model`, `{llamaindex.CHAT_START}` → "
+        "`model_dict.model_name` (LlamaIndex's own integration)",
+        llamaindex.model_name,
+        trigger=llamaindex.RUN_ID,
+    ),
     _span_name_after("chat "),
     _span_name_after("generate_content "),
 )
@@ -176,6 +200,12 @@ MODEL_OUTPUT: tuple[Source, ...] = (
     Source(f"`{haystack.LLM_OUTPUT}` (Haystack)", haystack.output, trigger=haystack.LLM_OUTPUT),
     Source(f"`{mlflow.OUTPUTS}` (MLflow)", mlflow.response_output, trigger=mlflow.OUTPUTS),
     Source(f"`{genkit.OUTPUT}` (Genkit)", genkit.response_output, trigger=genkit.OUTPUT),
+    Source(
+        f"event `{llamaindex.CHAT_END}` → `response.message.blocks` / `response.raw.choices` "
+        "(LlamaIndex's own integration)",
+        llamaindex.response_output,
+        trigger=llamaindex.RUN_ID,
+    ),
     Source("events `gen_ai.choice` / `gen_ai.content.completion`", semconv.events_output),
 )
 MODEL_INPUT: tuple[Source, ...] = (
@@ -196,6 +226,7 @@ MODEL_INPUT: tuple[Source, ...] = (
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_input, trigger=haystack.LLM_INPUT),
     Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_input, trigger=mlflow.INPUTS),
     Source(f"`{genkit.INPUT}` (Genkit)", genkit.request_input, trigger=genkit.INPUT),
+    Source(_LLAMAINDEX_MESSAGES, llamaindex.request_input, trigger=llamaindex.RUN_ID),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 
@@ -214,6 +245,7 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_results, trigger=haystack.LLM_INPUT),
     Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_tool_results, trigger=mlflow.INPUTS),
     Source(f"`{genkit.INPUT}` (Genkit)", genkit.request_tool_results, trigger=genkit.INPUT),
+    Source(_LLAMAINDEX_MESSAGES, llamaindex.request_tool_results, trigger=llamaindex.RUN_ID),
     Source("events `gen_ai.tool.message` / `gen_ai.user.message`", semconv.events_results),
 )
 
