@@ -156,11 +156,19 @@ def _mark_parallel(calls: list[ToolCall]) -> None:
         running.append(call)
         for prev in running[:-1]:
             # Overlapping calls run side by side unless one is nested in the other (one execution seen
-            # by two layers); siblings may overlap entirely. Their parents may also differ: LangGraph
-            # wraps every call of one step in its own ``tools`` chain span.
+            # by two layers, or a call made inside another's execution).
             overlap = prev.observed and call.observed and prev.end_ns > latest_start
-            if overlap and (not _contains(prev, call) or prev.parent_id == call.parent_id):
+            if overlap and (not _contains(prev, call) or _side_by_side(prev, call)):
                 prev.parallel = call.parallel = True
+
+
+def _side_by_side(outer: ToolCall, inner: ToolCall) -> bool:
+    """Whether a call whose span lies within another's ran beside it rather than inside it: siblings
+    may overlap entirely, under one parent or each under a span of its own (LangGraph wraps every call
+    of one step in its own ``tools`` chain span, LlamaIndex in its own ``call_tool`` step span), and
+    then one model response requested both. A call made inside another's execution (an agent run as
+    a tool) was requested by a response within it."""
+    return outer.parent_id == inner.parent_id or (outer.turn is not None and outer.turn == inner.turn)
 
 
 def _is_output_tool(name: str) -> bool:
@@ -434,11 +442,11 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
 
     tools = _dedupe_tools(tools)
     models = _calls_on_record(_dedupe_models(models))
-    _mark_parallel(tools)
     for call in tools:
         normalize_arguments(call)
     _ids_from_resent_calls(models)
     tools = sorted(tools + join_requests(models, tools), key=_order)
+    _mark_parallel(tools)  # after the join: the turn that requested each call tells siblings apart
     _results_from_requests(models, tools)
     for call in tools:
         if not call.step_id:

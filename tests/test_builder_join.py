@@ -179,6 +179,33 @@ def test_sibling_tool_spans_contained_in_time_are_parallel() -> None:
     ]
 
 
+def test_calls_of_one_response_under_spans_of_their_own_are_parallel_when_contained() -> None:
+    """LlamaIndex runs each call of a response in a ``call_tool`` step span of its own: one call may
+    start after the other and end before it. A call that a response within a call requested (an agent
+    run as a tool) ran inside it, not beside it."""
+    arguments = '{"customer_id": "C023"}'
+    outer = tool(2, "get_subscription", 10, parent_id=7, call_id="call_1")
+    outer.end_ns = 30 * MS
+    steps = [
+        model(
+            1,
+            0,
+            request("get_subscription", arguments, "call_1"),
+            request("list_invoices", arguments, "call_2"),
+        ),
+        outer,
+        tool(3, "list_invoices", 12, parent_id=8, call_id="call_2"),
+        model(4, 11, request("search", '{"q": "C023"}', "call_9")),
+        tool(5, "search", 18, parent_id=9, call_id="call_9"),
+    ]
+    calls = build_trajectory(TraceContext(trace_id=1), steps).tool_calls
+    assert [(c.name, c.turn, c.parallel) for c in calls] == [
+        ("get_subscription", 0, True),
+        ("list_invoices", 0, True),
+        ("search", 1, False),
+    ]
+
+
 def test_an_id_no_request_knows_gives_way_to_the_requests() -> None:
     # OpenLIT records LangChain's run id on a failed call: joined by name, the call takes the id the
     # model's request (and the result sent back) use.
