@@ -242,6 +242,17 @@ FRAMEWORKS: dict[str, Recorded] = {
     "llamaindex_openinference": Recorded(
         tool="openinference", model="openinference", agent=None, span_call_ids=False, conversation="trace"
     ),
+    # LlamaIndex's own OpenTelemetry integration (`llama-index-observability-otel`, the agent with
+    # `streaming=False`): spans `<class>.<method>` whose only attributes are LlamaIndex's instrument tags,
+    # the content in span events. A tool is `FunctionTool.acall`, named with its arguments and call id
+    # only in the step's `llamaindex.step.input_summary` (`ToolCall(tool_name=…, tool_kwargs=…,
+    # tool_id=…)`), without its result (whole only in the next request's messages); a model call is
+    # `OpenAI.achat` with `LLMChatStartEvent` / `LLMChatEndEvent` events. The root `FunctionAgent.run`
+    # carries no attribute and the agent's name appears nowhere: no agent span; `instrument_tags` puts
+    # `session.id` on every other span.
+    "llamaindex_otel": Recorded(
+        tool="llamaindex", model="llamaindex", agent=None, span_results=False, conversation="trace"
+    ),
     "logfire_openai_agents": speaking("logfire", span_call_ids=False, conversation="trace"),
     "logfire_pydantic_ai": Recorded(agent="pydantic_ai"),
     # MLflow Tracing exported over OTLP (`mlflow.openai.autolog()` on a hand-written loop, tools and the
