@@ -16,6 +16,7 @@ from typing import Any
 
 from otel_traj.dialects import (
     adk,
+    agentops,
     genkit,
     haystack,
     langfuse,
@@ -48,6 +49,8 @@ MARKERS = frozenset(
         vercel.OPERATION,
         mlflow.SPAN_TYPE,
         genkit.SUBTYPE,
+        agentops.KIND,
+        agentops.CALL_ID,
         adk.TOOL_ARGS,
         adk.LLM_REQUEST,
         logfire.TEMPLATE,
@@ -70,6 +73,7 @@ _KEYED: tuple[tuple[str, Mapping[str, StepKind], str], ...] = (
     (vercel.OPERATION, vercel.KINDS, vercel.DIALECT),
     (mlflow.SPAN_TYPE, mlflow.KINDS, mlflow.DIALECT),
     (genkit.SUBTYPE, genkit.KINDS, genkit.DIALECT),
+    (agentops.KIND, agentops.KINDS, agentops.DIALECT),
 )
 _SEMCONV_KINDS: dict[str, StepKind] = {
     "execute_tool": "tool",
@@ -148,6 +152,8 @@ def _classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
             elif found is None and value == "chain" and marker == langsmith.KIND:
                 found = "agent" if langsmith.is_agent(view, attrs) else None
             return (found, dialect) if found is not None else None
+    if agentops.is_request(view, attrs):
+        return "tool", agentops.DIALECT  # a call a response requested, recorded as a span of its own
     operation = attrs.get("gen_ai.operation.name")
     if adk.TOOL_ARGS in attrs or adk.LLM_REQUEST in attrs:
         if adk.TOOL_ARGS in attrs or operation == "execute_tool":
