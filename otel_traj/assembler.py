@@ -349,7 +349,8 @@ class Assembler:
                 buf = self._buffers.get(trace_id)
                 if buf is None or buf.ready_at is not None:
                     continue
-                new = [s for s in buf.steps[buf.live_cursor :] if isinstance(s, ToolCall)]
+                # Executions only: a span that records the model's request for a call is no call run.
+                new = [s for s in buf.steps[buf.live_cursor :] if isinstance(s, ToolCall) and s.observed]
                 buf.live_cursor = len(buf.steps)
                 models = sorted((s for s in buf.steps if isinstance(s, ModelCall)), key=_start)
                 out.append(LiveBatch(buf.context, new, models))

@@ -276,6 +276,26 @@ def _calls_key(calls: tuple[RequestedTool, ...]) -> CallsKey:
     return tuple((call.name, arguments(call.arguments_text)) for call in calls)
 
 
+def _requests_from_spans(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCall]:
+    """The calls a response requested, where the instrumentation records each as a span of its own
+    under the model call's (AgentOps' ``tool_call.<name>``), become that call's requested tools, in
+    order; the other calls are returned. A request whose model call is not among the steps stays a
+    requested call."""
+    if all(call.observed for call in tools):
+        return tools
+    by_span = {model.span_id: model for model in models}
+    kept: list[ToolCall] = []
+    for call in tools:
+        model = None if call.observed or call.parent_id is None else by_span.get(call.parent_id)
+        if model is None:
+            kept.append(call)
+            continue
+        arguments = call.arguments_text if call.arguments is None else dumps(call.arguments)
+        request = RequestedTool(name=call.name, call_id=call.call_id, arguments_text=arguments)
+        model.requested_tools = (*model.requested_tools, request)
+    return kept
+
+
 def _ids_from_resent_calls(models: list[ModelCall]) -> None:
     """A response recorded without its calls' ids takes them from the first later request that
     repeats it (the assistant message a loop sends back before the results): the same calls, names
@@ -440,8 +460,8 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     models.sort(key=_order)
     agents.sort(key=_order)
 
-    tools = _dedupe_tools(tools)
     models = _calls_on_record(_dedupe_models(models))
+    tools = _dedupe_tools(_requests_from_spans(models, tools))
     for call in tools:
         normalize_arguments(call)
     _ids_from_resent_calls(models)

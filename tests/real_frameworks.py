@@ -75,6 +75,12 @@ class Recorded:
     # The call ids are the instrumentation's, made up as ``<name>_<part index>`` for calls the model
     # gave none (Google GenAI's for Gemini's function calls), not the scripted model's ``call_N``.
     made_up_call_ids: bool = False
+    # The calls a response requested are spans of their own under the model call's (AgentOps'
+    # `tool_call.<name>`), not attributes of the response: steps that record a request, not a run.
+    request_spans: bool = False
+    # The resource of the instrumentation's own TracerProvider, when the generator cannot give it the
+    # fixtures' `support-agent-<framework>` / `1.0.0` (AgentOps: `service.name=agentops`, no version).
+    service: tuple[str, str | None] | None = None
 
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -337,6 +343,20 @@ FRAMEWORKS: dict[str, Recorded] = {
     # agent span.
     "traceloop_sdk": Recorded(tool="traceloop", agent="traceloop", span_call_ids=False, conversation="trace"),
     "vercel_ai": speaking("vercel"),
+    # AgentOps (`agentops.init(exporter_endpoint=…)` on its own TracerProvider) on a hand-written loop
+    # over the openai client: `@trace` / `@agent` / `@tool` decorator spans (`agentops.span.kind`,
+    # `operation.name`, `agentops.<kind>.input` / `.output`), chat spans from its OpenAI instrumentation
+    # (flattened `gen_ai.prompt.N.*` / `gen_ai.completion.N.*`) whose requested calls are child spans
+    # `tool_call.<name>` with their ids; tool spans carry no call id; the conversation id is trace
+    # metadata on the session span (`trace.metadata.conversation_id`); AgentOps' resource names no
+    # service of ours and no version.
+    "agentops_openai": Recorded(
+        tool="agentops",
+        agent="agentops",
+        span_call_ids=False,
+        request_spans=True,
+        service=("agentops", None),
+    ),
 }
 
 # The scenario's tools, as the example policy and golden cases name them.

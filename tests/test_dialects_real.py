@@ -16,7 +16,7 @@ import pytest
 
 from otel_traj.adapters.files import read_trace_inputs
 from otel_traj.dialects import dspy, to_step
-from otel_traj.steps import AgentRun, ModelCall, ToolCall
+from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 from tests.real_frameworks import FRAMEWORKS, Recorded, is_call_id, run_files
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -69,7 +69,10 @@ def _single(facts: dict[str, Any], tool: ToolCall) -> dict[str, Any]:
 @pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_tool_calls_match_what_the_tools_executed(stem: Path) -> None:
     facts, recorded = _facts(stem), _recorded(stem)
-    tools = [s for s in _steps(stem) if isinstance(s, ToolCall)]
+    steps = [s for s in _steps(stem) if isinstance(s, ToolCall)]
+    # Spans that record a response's request for a call (`request_spans`) are no executions.
+    tools = [s for s in steps if s.observed]
+    assert (tools != steps) == recorded.request_spans
     if recorded.tool is None:
         assert tools == []
         return
@@ -168,7 +171,14 @@ def test_requested_tools_match_executed_calls(stem: Path) -> None:
     # One model call recorded by two layers (DSPy's `LM.__call__` around LiteLLM's `completion`)
     # requests once: count the innermost layer's.
     models = [m for m in models if not any(other.parent_id == m.span_id for other in models)]
-    requests = [r for m in models for r in m.requested_tools if r.name != recorded.output_tool]
+    # Requests recorded as spans of their own are children of the model call's span.
+    spans = [s for s in _steps(stem) if isinstance(s, ToolCall) and not s.observed]
+    assert {s.parent_id for s in spans} <= {m.span_id for m in models}
+    recorded_requests = [r for m in models for r in m.requested_tools] + [
+        RequestedTool(name=s.name, call_id=s.call_id, arguments_text=json.dumps(_span_arguments(s)))
+        for s in spans
+    ]
+    requests = [r for r in recorded_requests if r.name != recorded.output_tool]
     expected = Counter(
         _key(recorded.tool_prefix + c["name"], c["arguments"], True) for c in facts["tool_calls"]
     )
@@ -180,9 +190,9 @@ def test_requested_tools_match_executed_calls(stem: Path) -> None:
         expected -= Counter([_key("list_invoices", {"customer_id": "C023"}, True)])
     got = Counter(_key(r.name, json.loads(r.arguments_text or "null"), True) for r in requests)
     assert got == expected
-    ids = [r.call_id for m in models for r in m.requested_tools]
+    ids = [r.call_id for r in recorded_requests]
     if recorded.call_ids and recorded.response_call_ids:
-        assert all(is_call_id(recorded, r.name, r.call_id) for m in models for r in m.requested_tools)
+        assert all(is_call_id(recorded, r.name, r.call_id) for r in recorded_requests)
     else:
         assert ids == [None] * len(ids)
 

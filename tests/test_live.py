@@ -142,3 +142,26 @@ def test_a_failing_live_check_loses_no_finished_run(live: Setup) -> None:
         assert processor.stats.snapshot().internal_errors == 1
     assert processor.force_flush(5000)
     assert len(sink.verdicts) == 2
+
+
+def test_a_requested_call_recorded_as_a_span_pages_only_once_it_runs(live: Setup) -> None:
+    """AgentOps records each call a response requests as a ``tool_call.<name>`` span: no call has run
+    yet, so the live check waits for the execution's span."""
+    processor, sink, tracer = live
+    with tracer.start_as_current_span(
+        "invoke_agent support_agent", attributes={**AGENT, "app.customer_id": "C023"}
+    ):
+        tool(tracer, "get_subscription", "C023")
+        request = {
+            "tool.name": "list_invoices",
+            "tool.parameters": json.dumps({"customer_id": "C028"}),
+            "tool.call.id": "call_2",
+        }
+        with tracer.start_as_current_span("tool_call.list_invoices", attributes=request):
+            pass
+        processor.pipeline.process()
+        assert sink.live == []
+        tool(tracer, "list_invoices", "C028")
+        processor.pipeline.process()
+        assert [(v.tool, v.result.status) for v in sink.live] == [("list_invoices", "fail")]
+    assert processor.force_flush(5000)

@@ -16,6 +16,7 @@ from typing import Any
 
 from otel_traj.dialects import (
     adk,
+    agentops,
     genkit,
     haystack,
     langfuse,
@@ -48,6 +49,8 @@ MARKERS = frozenset(
         vercel.OPERATION,
         mlflow.SPAN_TYPE,
         genkit.SUBTYPE,
+        agentops.KIND,
+        agentops.CALL_ID,
         adk.TOOL_ARGS,
         adk.LLM_REQUEST,
         logfire.TEMPLATE,
@@ -71,6 +74,7 @@ _KEYED: tuple[tuple[str, Mapping[str, StepKind], str], ...] = (
     (vercel.OPERATION, vercel.KINDS, vercel.DIALECT),
     (mlflow.SPAN_TYPE, mlflow.KINDS, mlflow.DIALECT),
     (genkit.SUBTYPE, genkit.KINDS, genkit.DIALECT),
+    (agentops.KIND, agentops.KINDS, agentops.DIALECT),
 )
 _SEMCONV_KINDS: dict[str, StepKind] = {
     "execute_tool": "tool",
@@ -152,6 +156,8 @@ def _classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
     if llamaindex.RUN_ID in attrs:
         found = llamaindex.kind(view, attrs)
         return (found, llamaindex.DIALECT) if found is not None else None
+    if agentops.is_request(view, attrs):
+        return "tool", agentops.DIALECT  # a call a response requested, recorded as a span of its own
     operation = attrs.get("gen_ai.operation.name")
     if adk.TOOL_ARGS in attrs or adk.LLM_REQUEST in attrs:
         if adk.TOOL_ARGS in attrs or operation == "execute_tool":

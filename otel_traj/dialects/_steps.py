@@ -52,9 +52,11 @@ def tool_call(
     error_message: str | None = None,
     output: bool = False,
     served: bool = False,
+    requested: bool = False,
 ) -> ToolCall:
     """``arguments``: a dict (already structured) or raw text, which the trajectory builder parses.
-    ``output``: the framework's way to end the run with its answer, not an action."""
+    ``output``: the framework's way to end the run with its answer, not an action. ``requested``: the
+    span records the model's request for the call, not its execution."""
     ok, error_type, message = span_error(view, attrs, failed)
     structured: dict[str, Any] | None = None
     arguments_text: str | None = None
@@ -84,6 +86,8 @@ def tool_call(
         truncated=cut_arguments or cut_result,
         output=output,
         served=served,
+        observed=not requested,
+        arguments_source="request" if requested else "execution",
     )
 
 

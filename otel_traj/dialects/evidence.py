@@ -12,6 +12,7 @@ from typing import Any
 
 from otel_traj.dialects import (
     adk,
+    agentops,
     dspy,
     fields,
     genkit,
@@ -58,6 +59,7 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
         failed=failed,
         error_message=message,
         output=view.name == dspy.FINISH_SPAN,
+        requested=agentops.is_request(view, attrs),
         served=view.kind == KIND_SERVER and attrs.get(semconv.MCP_METHOD) == semconv.MCP_TOOL_CALL,
     )
 
@@ -184,5 +186,6 @@ def agent_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         usage=agent_usage(attrs),
         workflow=attrs.get(traceloop.KIND) == "workflow"
         or attrs.get("gen_ai.operation.name") == "invoke_workflow"
-        or genkit.is_flow(attrs),
+        or genkit.is_flow(attrs)
+        or agentops.is_workflow(attrs),
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from otel_traj.dialects import (
     adk,
+    agentops,
     dspy,
     genkit,
     haystack,
@@ -85,6 +86,7 @@ TOOL_NAME: tuple[Source, ...] = (
         llamaindex.summary_tool_name,
         trigger=llamaindex.INPUT_SUMMARY,
     ),
+    attribute(agentops.NAME, when=agentops.is_tool, note="AgentOps tool spans"),
 )
 TOOL_CALL_ID: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.id", specified),
@@ -101,6 +103,7 @@ TOOL_CALL_ID: tuple[Source, ...] = (
         llamaindex.summary_call_id,
         trigger=llamaindex.INPUT_SUMMARY,
     ),
+    attribute(agentops.CALL_ID, note="AgentOps' `tool_call.<name>` request spans"),
 )
 TOOL_ARGUMENTS: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.arguments"),
@@ -123,6 +126,7 @@ TOOL_ARGUMENTS: tuple[Source, ...] = (
         llamaindex.summary_arguments,
         trigger=llamaindex.INPUT_SUMMARY,
     ),
+    Source("`agentops.tool.input` (AgentOps)", agentops.tool_arguments, trigger=agentops.KIND),
     event_attribute("gen_ai.tool.message", "content"),
 )
 TOOL_RESULT: tuple[Source, ...] = (
@@ -139,6 +143,7 @@ TOOL_RESULT: tuple[Source, ...] = (
     attribute(mlflow.OUTPUTS, json_string, note="MLflow"),
     attribute(haystack.TOOL_OUTPUT, note="Haystack"),
     attribute(genkit.OUTPUT, when=genkit.is_tool, note="Genkit tool actions"),
+    Source("`agentops.tool.output` (AgentOps)", agentops.tool_result, trigger=agentops.KIND),
     event_attribute("gen_ai.choice", "message"),
 )
 
@@ -241,6 +246,9 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
     ),
     Source("`input.value` (OpenInference)", openinference.value_results, trigger="input.value"),
     Source(f"`{langsmith.INPUTS}` (LangSmith)", langsmith.request_results, trigger=langsmith.INPUTS),
+    Source(
+        "`gen_ai.prompt.N.*` (Traceloop, AgentOps)", traceloop.indexed_results, trigger="gen_ai.prompt.0.role"
+    ),
     Source("`ai.prompt.messages` (Vercel AI SDK)", vercel.prompt_results, trigger="ai.prompt.messages"),
     Source(f"`{haystack.LLM_INPUT}` (Haystack)", haystack.request_results, trigger=haystack.LLM_INPUT),
     Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_tool_results, trigger=mlflow.INPUTS),
@@ -278,6 +286,7 @@ AGENT_NAME: tuple[Source, ...] = (
     attribute(langsmith.NAME, note="LangSmith"),
     attribute("gen_ai.workflow.name"),
     attribute(genkit.NAME, when=genkit.is_agent, note="Genkit agent and flow actions"),
+    attribute(agentops.NAME, when=agentops.is_agent, note="AgentOps agents, traces and workflows"),
     _span_name_after("invoke_agent "),
     _span_name_after("invoke_workflow "),
     _own_span_name(
@@ -296,6 +305,7 @@ CONVERSATION_ID: tuple[Source, ...] = (
     attribute("group_id", note="Logfire, the OpenAI Agents SDK's `RunConfig.group_id`"),
     *(attribute(key, note="LangSmith thread metadata") for key in langsmith.CONVERSATION_KEYS),
     attribute(genkit.SESSION_ID, note="Genkit agents"),
+    *(attribute(key, note="AgentOps trace metadata") for key in agentops.CONVERSATION_KEYS),
 )
 AGENT_INPUT: tuple[Source, ...] = (
     Source(f"`{semconv.INPUT}`", semconv.input_messages, trigger=semconv.INPUT),
@@ -317,6 +327,11 @@ AGENT_INPUT: tuple[Source, ...] = (
     Source(f"`{haystack.RUN_INPUT}` (Haystack)", haystack.run_input, trigger=haystack.RUN_INPUT),
     Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.run_input, trigger=mlflow.INPUTS),
     Source(f"`{genkit.INPUT}` (Genkit)", genkit.run_input, trigger=genkit.INPUT),
+    Source(
+        "`agentops.<kind>.input` / `agentops.entity.input` (AgentOps)",
+        agentops.run_input,
+        trigger=agentops.KIND,
+    ),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 AGENT_OUTPUT: tuple[Source, ...] = (
@@ -341,6 +356,11 @@ AGENT_OUTPUT: tuple[Source, ...] = (
     Source(f"`{haystack.RUN_OUTPUT}` (Haystack)", haystack.run_output, trigger=haystack.RUN_OUTPUT),
     Source(f"`{mlflow.OUTPUTS}` (MLflow)", mlflow.run_output, trigger=mlflow.OUTPUTS),
     Source(f"`{genkit.OUTPUT}` (Genkit)", genkit.run_output, trigger=genkit.OUTPUT),
+    Source(
+        "`agentops.<kind>.output` / `agentops.entity.output` (AgentOps)",
+        agentops.run_output,
+        trigger=agentops.KIND,
+    ),
     Source("events `gen_ai.choice`", lambda view, attrs, m: _text(semconv.events_output(view, attrs, m))),
 )
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from otel_traj.dialects._base import PARSE_LIMIT, clip_text, loads
 from otel_traj.dialects._messages import (
+    ASSISTANT_ROLES,
     MAX_MESSAGES,
     Output,
     content_text,
@@ -23,6 +24,7 @@ from otel_traj.dialects._messages import (
     last_user_text_in,
     requested_tool,
 )
+from otel_traj.dialects._results import ToolResults, results_of
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
@@ -88,6 +90,26 @@ def indexed_prompt(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> 
     if found is None and "gen_ai.prompt" in attrs:
         return last_user_text_in(attrs.get("gen_ai.prompt"), max_chars)
     return clip_text(content_text(found), max_chars)
+
+
+def indexed_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
+    """The tool messages a flattened request sends back after its last assistant message
+    (``gen_ai.prompt.N.{role, content, tool_call_id}``: the results of the previous response's calls)."""
+    roles: list[Any] = []
+    for index in range(MAX_MESSAGES):
+        role = attrs.get(f"gen_ai.prompt.{index}.role")
+        if role is None:
+            break
+        roles.append(role)
+    last = max((index for index, role in enumerate(roles) if role in ASSISTANT_ROLES), default=None)
+    if last is None:
+        return None
+    keys = ("role", "content", "tool_call_id")
+    tail = [
+        {key: attrs.get(f"gen_ai.prompt.{index}.{key}") for key in keys}
+        for index in range(last + 1, len(roles))
+    ]
+    return results_of(tail, max_chars) or None
 
 
 def indexed_completion(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
