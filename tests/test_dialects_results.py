@@ -393,3 +393,12 @@ def test_failures_in_the_operation_details_event() -> None:
     model = to_step(record("generate_content gemini-2.5-flash", attributes, events=[details]))
     assert isinstance(model, ModelCall)
     assert model.failed_results == ("pay_0",)
+
+
+def test_a_tool_message_with_status_error_is_a_failure_whatever_records_it() -> None:
+    # LangChain's ToolMessage keeps `status: "error"` beside OpenAI's tool-message fields.
+    failed = {"role": "tool", "tool_call_id": "c1", "content": "timeout", "status": "error"}
+    ok = {"role": "tool", "tool_call_id": "c2", "content": "done", "status": "success"}
+    assert request_failures([ASK, failed, ok], 4096) == ("c1",)
+    assert request_failures(json.dumps([ASK, failed, ok]), 4096) == ("c1",)
+    assert request_failures([ASK, ok], 4096) == ()

@@ -14,14 +14,15 @@ blocks ``{"type": "tool_result", "tool_use_id", "content"}``, Vercel AI SDK ``{"
 and Responses API ``function_call_output``.
 
 Some shapes also say that the result reports a failure: Anthropic's ``is_error: true``, Bedrock's
-``status: "error"``, the Vercel AI SDK's ``error-text`` / ``error-json`` outputs, and Gemini's
-function response whose ``response`` holds an ``error`` key and no ``output`` (the Gemini API's
-convention: ``output`` for the function's output, ``error`` for error details; the Google Gen AI SDK
-sends a function that raised as ``{"error": "..."}``). A Gemini part is recognised by its own shape
-(``function_response`` / ``functionResponse``); a GenAI ``tool_call_response`` part only when the
-span's provider is Gemini's (``gemini=True``): other providers' tools may return ``{"error": ...}``
-as data. Where no span shows the call run (a hand-written loop traced at the model client only, the
-SDK's chat loop), that flag is the only record of its failure (``request_failures``).
+``status: "error"``, LangChain's ToolMessage ``status: "error"``, the Vercel AI SDK's ``error-text``
+/ ``error-json`` outputs, and Gemini's function response whose ``response`` holds an ``error`` key and
+no ``output`` (the Gemini API's convention: ``output`` for the function's output, ``error`` for error
+details; the Google Gen AI SDK sends a function that raised as ``{"error": "..."}``). A Gemini part is
+recognised by its own shape (``function_response`` / ``functionResponse``); a GenAI
+``tool_call_response`` part only when the span's provider is Gemini's (``gemini=True``): other
+providers' tools may return ``{"error": ...}`` as data. Where no span shows the call run (a
+hand-written loop traced at the model client only, the SDK's chat loop), that flag is the only record
+of its failure (``request_failures``).
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def _failed(block: Mapping[str, Any], gemini: bool = False) -> bool:
     whose GenAI ``tool_call_response`` parts keep the function response as it was sent."""
     if block.get("is_error") is True:  # Anthropic
         return True
+    if _is_tool_message(block) and block.get("status") == "error":  # LangChain's ToolMessage
+        return True
     nested = block.get("function_response", block.get("functionResponse"))
     if isinstance(nested, Mapping) and _gemini_error(nested.get("response")):  # Gemini
         return True
@@ -108,7 +111,7 @@ def _result_blocks(message: Any) -> list[Mapping[str, Any]]:
     """The blocks of a message that carry a tool result (the message itself when it is one)."""
     if not isinstance(message, Mapping):
         return []
-    if (message.get("role") == "tool" and "tool_call_id" in message) or _result(message) is not None:
+    if _is_tool_message(message) or _result(message) is not None:
         return [message]
     blocks = message.get("parts")
     if not isinstance(blocks, list):
@@ -118,8 +121,13 @@ def _result_blocks(message: Any) -> list[Mapping[str, Any]]:
     return [block for block in blocks if _result(block) is not None]
 
 
+def _is_tool_message(message: Mapping[str, Any]) -> bool:
+    """An OpenAI-style tool message: the result of the call ``tool_call_id``."""
+    return message.get("role") == "tool" and "tool_call_id" in message
+
+
 def _message_results(message: Any) -> list[tuple[Any, Any]]:
-    if isinstance(message, Mapping) and message.get("role") == "tool" and "tool_call_id" in message:
+    if isinstance(message, Mapping) and _is_tool_message(message):
         # LiteLLM's OpenTelemetry logger keeps OpenAI's ``tool_call_id`` beside semconv text parts.
         content = message.get("content")
         return [(message.get("tool_call_id"), content if content is not None else message.get("parts"))]
@@ -221,8 +229,10 @@ def failures_of(messages: list[Any], max_chars: int, gemini: bool = False) -> tu
     found: list[str] = []
     for message in messages:
         for block in _result_blocks(message):
-            result = _result(block) if _failed(block, gemini) else None
-            key = as_str(result[0]) if result is not None else None
+            if not _failed(block, gemini):
+                continue
+            result = _result(block)
+            key = as_str(block.get("tool_call_id") if result is None else result[0])
             if key is not None and len(found) < MAX_RESULTS:
                 found.append(clip_text(key, max_chars) or key)
     return tuple(found)

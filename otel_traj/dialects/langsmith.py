@@ -22,9 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import as_str, clip_text, dumps, loads_once
+from otel_traj.dialects._base import clip_text, dumps, loads_once
 from otel_traj.dialects._messages import (
-    ASSISTANT_ROLES,
     MAX_MESSAGES,
     Output,
     assistant_output,
@@ -32,7 +31,9 @@ from otel_traj.dialects._messages import (
     last_assistant_text,
     last_user_text,
 )
-from otel_traj.dialects._results import ToolResults, results_of
+from otel_traj.dialects._results import ToolResults
+from otel_traj.dialects._results import request_failures as shared_failures
+from otel_traj.dialects._results import request_results as shared_results
 from otel_traj.spanview import SpanView
 from otel_traj.steps import StepKind
 
@@ -173,26 +174,19 @@ def model_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str
     return last_user_text(_messages(data), max_chars)
 
 
-def _tail(attrs: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The messages an LLM run's inputs hold after the last assistant message."""
-    messages = _messages(_data(attrs, INPUTS)) if is_run(attrs) else []
-    tail: list[Mapping[str, Any]] = []
-    for message in reversed(messages):
-        if not isinstance(message, Mapping) or message.get("role") in ASSISTANT_ROLES:
-            break
-        tail.append(message)
-    return tail[::-1] if len(tail) < len(messages) else []
+def _request(attrs: Mapping[str, Any]) -> list[Any]:
+    """An LLM run's input messages, as chat messages."""
+    return _messages(_data(attrs, INPUTS)) if is_run(attrs) else []
 
 
 def request_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
     """The ToolMessages a request sends back for the previous response's calls."""
-    return results_of(_tail(attrs), max_chars) or None
+    return shared_results(_request(attrs), max_chars) or None
 
 
 def request_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[str, ...] | None:
     """Call ids whose ToolMessage the request sends back with ``status: "error"``."""
-    ids = (as_str(m.get("tool_call_id")) for m in _tail(attrs) if m.get("status") == "error")
-    return tuple(i for i in ids if i) or None
+    return shared_failures(_request(attrs), max_chars) or None
 
 
 def run_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
