@@ -23,7 +23,6 @@ from otel_traj.config import AssemblerConfig
 from otel_traj.dialects import may_be_step
 from otel_traj.grader import Grader
 from otel_traj.live import live_scope, subject_attributes
-from otel_traj.log_processor import GenAIEventProcessor
 from otel_traj.pipeline import Pipeline, VerdictCallback
 from otel_traj.policy import Policy, load_policy
 from otel_traj.sinks.base import Sink
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
     from otel_traj.conversations import Conversations, ConversationVerdict
+    from otel_traj.log_processor import GenAIEventProcessor
 
 # Ended spans queued before the hooks wake the worker early (its tick may be tens of ms away).
 DRAIN_AT = 256
@@ -90,8 +90,7 @@ class TrajectoryProcessor(SpanProcessor):
             max_bytes=config.max_event_bytes,
             on_drop=lambda n: stats.count_dropped(DROPPED_EVENTS, n),
         )
-        # Add it to the application's LoggerProvider when its instrumentations emit GenAI events.
-        self.log_record_processor = GenAIEventProcessor(self._events, stats)
+        self._log_record_processor: GenAIEventProcessor | None = None
         callbacks = [on_verdict] if callable(on_verdict) else list(on_verdict)
         grader: Grader | None = None
         live = None
@@ -127,6 +126,17 @@ class TrajectoryProcessor(SpanProcessor):
         self._started, self._ended = open_spans.started, open_spans.ended
         self._ended_spans, self._max_backlog = open_spans.ended_spans, config.max_backlog
         self._drain_at = min(DRAIN_AT, config.max_backlog)
+
+    @property
+    def log_record_processor(self) -> GenAIEventProcessor:
+        """The ``LogRecordProcessor`` to add to the application's ``LoggerProvider`` when its
+        instrumentations emit GenAI events as log records (``otel_traj.log_processor``). Made on first
+        use: an application without such events never loads the Logs SDK."""
+        if self._log_record_processor is None:
+            from otel_traj.log_processor import GenAIEventProcessor
+
+            self._log_record_processor = GenAIEventProcessor(self._events, self.stats)
+        return self._log_record_processor
 
     def _read(self, span: ReadableSpan, wanted: Wanted) -> SpanView:
         """The view of an ended span with the GenAI events emitted as log records while it ran."""

@@ -88,6 +88,13 @@ def test_importing_loads_no_heavy_part(code: str) -> None:
     assert loaded_after(code) == []
 
 
+def test_the_processor_loads_the_logs_sdk_only_for_its_log_record_processor() -> None:
+    logs = ("opentelemetry.sdk._logs",)
+    made = "from otel_traj import TrajectoryProcessor\nprocessor = TrajectoryProcessor()"
+    assert loaded_after(made, logs) == []
+    assert loaded_after(made + "\nprocessor.log_record_processor", logs) == list(logs)
+
+
 def test_grade_without_langfuse_loads_no_heavy_part() -> None:
     code = f"""
 from otel_traj.cli import main
