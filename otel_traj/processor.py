@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_traj.adapters.log_events import DROPPED_EVENTS, PendingEvents
+from otel_traj.adapters.log_events import PendingEvents
 from otel_traj.adapters.sdk import from_readable_span, trace_id_of
 from otel_traj.assembler import SpanReader
 from otel_traj.config import AssemblerConfig
@@ -85,11 +85,7 @@ class TrajectoryProcessor(SpanProcessor):
         self.policy = policy
         config = config or AssemblerConfig()
         stats = PipelineStats()
-        self._events = PendingEvents(
-            max_spans=config.max_traces,
-            max_bytes=config.max_event_bytes,
-            on_drop=lambda n: stats.count_dropped(DROPPED_EVENTS, n),
-        )
+        self._events = PendingEvents.within(config, stats)
         self._log_record_processor: GenAIEventProcessor | None = None
         callbacks = [on_verdict] if callable(on_verdict) else list(on_verdict)
         grader: Grader | None = None

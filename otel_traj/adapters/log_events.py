@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_traj.adapters.otlp_json import (
     MalformedError,
@@ -35,6 +35,10 @@ from otel_traj.adapters.otlp_json import (
 )
 from otel_traj.adapters.otlp_json import attributes as json_attributes
 from otel_traj.spanview import SpanEvent, SpanView
+
+if TYPE_CHECKING:
+    from otel_traj.config import AssemblerConfig
+    from otel_traj.stats import PipelineStats
 
 CONTENT_EVENTS = frozenset(
     {
@@ -209,6 +213,16 @@ class PendingEvents:
         self._waiting: OrderedDict[SpanKey, list[tuple[SpanEvent, int]]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+
+    @classmethod
+    def within(cls, config: AssemblerConfig, stats: PipelineStats) -> PendingEvents:
+        """Bounded as the assembler's ``config`` says (``max_traces`` spans, ``max_event_bytes``), each
+        loss counted in ``stats`` as ``dropped{reason="log_events"}``."""
+        return cls(
+            max_spans=config.max_traces,
+            max_bytes=config.max_event_bytes,
+            on_drop=lambda n: stats.count_dropped(DROPPED_EVENTS, n),
+        )
 
     def __len__(self) -> int:
         with self._lock:

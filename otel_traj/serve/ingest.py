@@ -97,9 +97,8 @@ class Ingest:
         self.assembler = pipeline.assembler
         self.max_traces = self.assembler.config.max_traces
         # GenAI events received as log records before their spans (``LogIngest`` adds them).
-        config = self.assembler.config
         if events is None:
-            events = PendingEvents(max_spans=config.max_traces, max_bytes=config.max_event_bytes)
+            events = PendingEvents.within(self.assembler.config, pipeline.stats)
         self.events = events
         self.retry_after_s = retry_after_s
         self.stats = ReceiverStats()

@@ -26,7 +26,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from uvicorn.config import create_ssl_context
 
-from otel_traj.adapters.log_events import DROPPED_EVENTS, PendingEvents
+from otel_traj.adapters.log_events import PendingEvents
 from otel_traj.conversations import Conversations
 from otel_traj.judge.sink import JudgeSink
 from otel_traj.pipeline import Pipeline
@@ -164,11 +164,7 @@ class Service:
         )
         # GenAI events received as log records wait here for their spans (bounded; what is lost is
         # counted as dropped{reason="log_events"}).
-        events = PendingEvents(
-            max_spans=config.max_traces,
-            max_bytes=config.max_event_bytes,
-            on_drop=lambda n: self.stats.count_dropped(DROPPED_EVENTS, n),
-        )
+        events = PendingEvents.within(config, self.stats)
         self.ingest = Ingest(self.pipeline, settings.retry_after_s, events)
         self.logs = LogIngest(self.conversations, from_logs, settings.retry_after_s, events)
         registry: CollectorRegistry = self.prometheus.registry
