@@ -200,7 +200,14 @@ def test_grade_reads_log_files_given_or_found_beside_the_traces(
         (tmp_path / name).write_bytes((BEDROCK / name).read_bytes())
     assert main(["grade", str(tmp_path), "-v", "--format", "json"]) == 0
     out, err = capsys.readouterr()
-    assert f"read {tmp_path / 'clean.logs.json'}: otlp-json logs, 33 GenAI events" in err
+    assert f"read {tmp_path / 'clean.logs.json'}: otlp-json logs, 33 GenAI events\n" in err
+    # A record that cannot be read is skipped, and said so.
+    broken = json.loads((BEDROCK / "clean.logs.json").read_text())
+    broken["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["spanId"] = "not hex"
+    (tmp_path / "clean.logs.json").write_text(json.dumps(broken))
+    assert main(["grade", str(tmp_path), "-v", "--format", "json"]) == 0
+    err = capsys.readouterr().err
+    assert "otlp-json logs, 32 GenAI events, 1 unreadable records" in err
     [run] = json.loads(out)["trajectories"]
     assert [c["turn"] for c in run["tool_calls"]] == [0, 0, 1, 2]
     # Log records alone are no run: nothing to grade, and the file is named with the reason.

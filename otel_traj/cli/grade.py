@@ -182,14 +182,21 @@ def _print_inputs(inputs: TraceInputs, skipped: list[SkippedFile]) -> None:
     passed_over = {s.path for s in skipped}
     for file in inputs.files:
         if file.path not in passed_over:
-            held = f"{file.events.events} GenAI events" if not file.views else f"{len(file.views)} spans"
-            print(f"otel-traj: read {file.path}: {file.format}, {held}", file=sys.stderr)
+            print(f"otel-traj: read {file.path}: {file.format}, {_held(file)}", file=sys.stderr)
     for entry in skipped:
         print(f"otel-traj: skipped {entry.path}: {entry.reason}", file=sys.stderr)
     if inputs.unattached:
         print(
             f"otel-traj: {inputs.unattached} GenAI events from log records name no span read", file=sys.stderr
         )
+
+
+def _held(file: TraceFile) -> str:
+    """What a file read held: its spans, or a logs file's GenAI events (and its unreadable records)."""
+    if file.views:
+        return f"{len(file.views)} spans"
+    unreadable = f", {file.events.malformed} unreadable records" if file.events.malformed else ""
+    return f"{file.events.events} GenAI events{unreadable}"
 
 
 def _nothing_to_grade(paths: list[str], skipped: list[SkippedFile], listed: bool) -> str:
