@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 JS_TESTS := tests/otlp_js
 JS_STAMP := $(JS_TESTS)/node_modules/.installed
 
-.PHONY: test demo bench lint fixtures clean
+.PHONY: test fuzz demo bench lint fixtures clean
 
 # pip is upgraded first: the resolver of the pip a venv starts with (23.2 for Python 3.11) gives up
 # on the dev and examples extras together; the current one finds the SDK release all of them accept.
@@ -31,6 +31,11 @@ $(JS_STAMP): $(JS_TESTS)/package-lock.json
 
 test: $(DEV_STAMP) $(JS_STAMP)
 	$(BIN)/python -m pytest
+
+# The long randomized search of the Hypothesis properties (``make test`` runs them derandomized):
+# random seeds, FUZZ_FACTOR (default 50) times each property's examples.
+fuzz: $(DEV_STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q $$(grep -l "@given" tests/test_*.py)
 
 demo: $(BASE_STAMP)
 	$(BIN)/python -m examples.refund_agent

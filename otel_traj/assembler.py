@@ -30,9 +30,12 @@ from otel_traj.open_spans import OpenSpans
 from otel_traj.records import RecordMaker, SpanRecord, TraceContext, nonempty_str
 from otel_traj.spanview import SpanView, Wanted
 from otel_traj.stats import PipelineStats
-from otel_traj.steps import ModelCall, Step, ToolCall
+from otel_traj.steps import ModelCall, Step, ToolCall, Unreadable
+from otel_traj.throttle import Throttle
 
 logger = logging.getLogger("otel_traj")
+# Unreadable spans: counted every time, logged at most once a minute per (step kind, field).
+_UNREADABLE_LOG = Throttle(logger)
 
 
 class SpanReader(NamedTuple):
@@ -115,7 +118,6 @@ class Assembler:
         # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
         self.open_spans = OpenSpans()
         # Span counts are written under this assembler's lock only, never the stats lock: no race.
-        self._spans = self.stats.spans
 
     def restart_in_child(self) -> None:
         """After ``fork``: empty, with a lock of its own (the parent's runs are the parent's)."""
@@ -141,7 +143,8 @@ class Assembler:
         """
         track_starts = self.track_starts
         ready_at = self.clock() + self.config.grace_s
-        accepted = ignored = late = malformed = 0
+        accepted = ignored = late = malformed = unreadable = contradictions = 0
+        unread: list[Unreadable] = []
         with self._lock:
             buffers, done = self._buffers, self._done
             if max_traces is not None and buffers:
@@ -166,11 +169,16 @@ class Assembler:
                                 continue
                             buf = self._new_buffer(record)
                         self._record(buf, record)
+                        contradictions += record.contradicted
                         if step is None:
                             ignored += 1
                             buf.backlog_steps += lost_step
                         else:
-                            accepted += 1
+                            if isinstance(step, Unreadable):
+                                unreadable += 1
+                                unread.append(step)
+                            else:
+                                accepted += 1
                             self._add_step(buf, step)
                             if buf.metadata is None:
                                 buf.metadata = record.metadata
@@ -181,11 +189,27 @@ class Assembler:
                         # One hostile span costs that span, not the others of the request or tick.
                         malformed += 1
                         self.stats.count_internal_error()
-            spans = self._spans
-            spans["accepted"] += accepted
-            spans["ignored"] += ignored
-            spans["late"] += late
-            spans["malformed"] += malformed
+        self.stats.count_span_results(
+            {
+                "accepted": accepted,
+                "ignored": ignored,
+                "late": late,
+                "malformed": malformed,
+                "unreadable": unreadable,
+            },
+            contradictions,
+        )
+        for step in unread:
+            _UNREADABLE_LOG.warning(
+                (step.expected, step.field),
+                "unreadable %s span %s %r (%s): %s: %s",
+                step.expected or "GenAI",
+                step.step_id,
+                step.span_name,
+                step.dialect or "no dialect",
+                step.field,
+                step.reason,
+            )
         return True
 
     # -- internals (lock held) ------------------------------------------------------------------
@@ -273,13 +297,13 @@ class Assembler:
                 with suppress(Exception):
                     unreadable.append(self._reader.trace_id(raw))
         self.add_all(records, lost=lost)
+        self.stats.count_span_results({"malformed": malformed})
         touched = [r.trace_id for r in (*records, *lost)]
         self.open_spans.closed(touched + unreadable)
         ready_at = now + self.config.grace_s
         with self._lock:
             # Spans never ended: forgotten after the TTL, or with their trace's run when it is handed over.
             self.open_spans.expire(now - self.config.ttl_s, keep=self._buffers)
-            self._spans["malformed"] += malformed
             for trace_id in {*touched, *unreadable}:
                 buf = self._buffers.get(trace_id)
                 if buf is not None and buf.ready_at is None and self._looks_complete(buf):

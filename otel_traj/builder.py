@@ -16,7 +16,7 @@ from typing import Any
 from otel_traj.dialects import dspy
 from otel_traj.dialects._base import dumps, parse_json
 from otel_traj.records import TraceContext, nonempty_str
-from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, span_hex
+from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, Unreadable, span_hex
 from otel_traj.trajectory import Tokens, Trajectory
 
 CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id", "langfuse.session.id", "group_id")
@@ -50,7 +50,7 @@ def attribute_conversation_id(attributes: Mapping[str, Any]) -> str | None:
     return _first(nonempty_str(attributes.get(k)) for k in CONVERSATION_KEYS)
 
 
-def _order(step: ToolCall | ModelCall | AgentRun) -> tuple[int, int, int]:
+def _order(step: Step) -> tuple[int, int, int]:
     return step.start_ns, step.end_ns, step.span_id
 
 
@@ -138,6 +138,17 @@ def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
         else:
             _merge_model(outer, call)
     return kept
+
+
+def _not_layers(unreadable: list[Unreadable], tools: list[ToolCall]) -> list[Unreadable]:
+    """The unreadable spans, in order, but for nameless tool spans inside a tool call's span: a
+    layer of that call (BeeAI records its tools' error events as tool spans with no name), which
+    hides no call of its own."""
+    calls = {t.span_id for t in tools}
+    return sorted(
+        (s for s in unreadable if not (s.expected == "tool" and s.parent_id in calls)),
+        key=_order,
+    )
 
 
 def _start_uncertainty(start_ns: int) -> int:
@@ -449,13 +460,17 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     tools: list[ToolCall] = []
     models: list[ModelCall] = []
     agents: list[AgentRun] = []
+    unreadable: list[Unreadable] = []
     for step in steps:
         if isinstance(step, ToolCall):
             tools.append(step)
         elif isinstance(step, ModelCall):
             models.append(step)
-        else:
+        elif isinstance(step, AgentRun):
             agents.append(step)
+        else:
+            unreadable.append(step)
+    unreadable = _not_layers(unreadable, tools)
     tools.sort(key=_order)
     models.sort(key=_order)
     agents.sort(key=_order)
@@ -510,4 +525,5 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
         root_span_id=context.root_span_id,
         errors=errors,
         dropped_steps=context.dropped_steps,
+        unreadable=unreadable,
     )

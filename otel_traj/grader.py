@@ -6,6 +6,9 @@ Outcome, first match wins:
   seen (another customer's data, a denied tool) is a fact, not a guess about an unfinished run.
 - ``incomplete``: the trajectory expired before its root span ended; the checks still ran.
 - ``fail``: an ``error`` check failed.
+- ``unverified``: a span with GenAI evidence could not be read (``otel_traj.verification``): the
+  checks it may have hidden a failure from are skipped, and the run cannot pass. A policy may opt an
+  agent out (``grading.unreadable: ignore``).
 - ``pass_with_warnings``: a ``warning`` check failed.
 - ``pass``: otherwise (failed ``info`` checks are reported but do not change the outcome).
 
@@ -48,6 +51,7 @@ from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery, Tools
 from otel_traj.stats import PipelineStats
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Outcome, Severity, Verdict
+from otel_traj.verification import unreadable_result, unverified
 from otel_traj.versions import contracts_hash, versions_of
 
 # Checks that compare argument keys; ``grade`` computes the keys once and hands them to each.
@@ -128,7 +132,7 @@ def check_name(check: partial[CheckResult]) -> str:
     return check.func.__name__.removeprefix("check_")
 
 
-def classify(checks: Sequence[CheckResult], complete: bool = True) -> Outcome:
+def classify(checks: Sequence[CheckResult], complete: bool = True, verified: bool = True) -> Outcome:
     failed = {c.severity for c in checks if c.status == "fail"}
     if "critical" in failed:
         return "unsafe"
@@ -136,6 +140,8 @@ def classify(checks: Sequence[CheckResult], complete: bool = True) -> Outcome:
         return "incomplete"
     if "error" in failed:
         return "fail"
+    if not verified:
+        return "unverified"
     if "warning" in failed:
         return "pass_with_warnings"
     return "pass"
@@ -188,8 +194,10 @@ class Grader:
         takes a third less time than every check of one run, then every check of the next."""
         groups: dict[int, tuple[tuple[AgentPolicy, Plan, float | None], list[int]]] = {}
         contracts: list[str | None] = []
+        policies: list[AgentPolicy] = []
         for i, trajectory in enumerate(trajectories):
             agent_policy = self.policy.resolve(trajectory)
+            policies.append(agent_policy)
             entry = self._plan(agent_policy)
             groups.setdefault(id(entry), (entry, []))[1].append(i)
             contracts.append(self._contracts_hash(agent_policy))
@@ -224,15 +232,24 @@ class Grader:
                                 result = skipped(name, severity, over[i])
                     results[i].append(result)
         now = time.time_ns()
-        return [
-            Verdict(
-                trajectory=trajectory,
-                checks=checks,
-                outcome=classify(checks, trajectory.complete and i not in over),
-                score=score(checks),
-                policy_version=self.policy.policy_version,
-                graded_at_ns=now,
-                versions=versions_of(trajectory, self.policy.policy_version, contracts[i]),
+        verdicts = []
+        for i, (trajectory, checks) in enumerate(zip(trajectories, results, strict=True)):
+            verified = True
+            if trajectory.unreadable:
+                if policies[i].grading.unreadable == "ignore":
+                    checks.append(unreadable_result(trajectory.unreadable))
+                else:
+                    checks = unverified(checks, trajectory.unreadable)
+                    verified = False
+            verdicts.append(
+                Verdict(
+                    trajectory=trajectory,
+                    checks=checks,
+                    outcome=classify(checks, trajectory.complete and i not in over, verified),
+                    score=score(checks),
+                    policy_version=self.policy.policy_version,
+                    graded_at_ns=now,
+                    versions=versions_of(trajectory, self.policy.policy_version, contracts[i]),
+                )
             )
-            for i, (trajectory, checks) in enumerate(zip(trajectories, results, strict=True))
-        ]
+        return verdicts

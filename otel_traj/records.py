@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_traj.dialects import DEFAULT_MAX_CHARS, may_be_step, to_step
+from otel_traj.dialects import DEFAULT_MAX_CHARS, may_be_step, read_span
 from otel_traj.dialects._base import clip_text
 from otel_traj.dialects.context import capture_sources, captured_values, metadata_text
 from otel_traj.spanview import SpanView
@@ -59,6 +59,8 @@ class SpanRecord:
     metadata: str | None
     # The resource's attributes, read only by the span that opens its trace's buffer.
     resource: Mapping[str, Any]
+    # The span's kind vocabularies disagreed (``dialects.recognize``): settled, and counted.
+    contradicted: bool = False
 
 
 class RecordMaker:
@@ -77,9 +79,10 @@ class RecordMaker:
         return may_be_step(name, attributes) or not self._keys.isdisjoint(attributes)
 
     def __call__(self, view: SpanView) -> SpanRecord:
-        return self.record(view, to_step(view, self._max_chars))
+        step, contradicted = read_span(view, self._max_chars)
+        return self.record(view, step, contradicted)
 
-    def record(self, view: SpanView, step: Step | None) -> SpanRecord:
+    def record(self, view: SpanView, step: Step | None, contradicted: bool = False) -> SpanRecord:
         attributes = view.attributes
         captured = (
             []
@@ -97,4 +100,5 @@ class RecordMaker:
             captured=captured,
             metadata=metadata_text(attributes, self._capture, self._max_chars) if step is not None else None,
             resource=view.resource,
+            contradicted=contradicted,
         )

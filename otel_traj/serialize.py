@@ -93,6 +93,18 @@ def trajectory_to_dict(traj: Trajectory, redaction: TraceRedaction | None = None
         "attributes": attributes if redaction is None else redaction.value("", attributes),
         "errors": [_text(redaction, e) for e in traj.errors],
         "complete": traj.complete,
+        # Spans with GenAI evidence that could not be read (the run is then ``unverified``).
+        "unreadable": [
+            {
+                "span_id": s.step_id,
+                "span_name": s.span_name,
+                "expected": s.expected,
+                "field": s.field,
+                "reason": _text(redaction, s.reason),
+                "dialect": s.dialect,
+            }
+            for s in traj.unreadable
+        ],
     }
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-SPAN_RESULTS = ("accepted", "ignored", "malformed", "late")
+# ``unreadable``: spans with GenAI evidence that yielded no complete step (kept as unreadable steps).
+SPAN_RESULTS = ("accepted", "ignored", "malformed", "late", "unreadable")
 
 
 @dataclass(slots=True)
@@ -21,6 +22,7 @@ class StatsSnapshot:
     internal_errors: int
     check_errors: dict[str, int] = field(default_factory=dict)
     judge_calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    contradictions: int = 0
 
 
 @dataclass
@@ -34,11 +36,22 @@ class PipelineStats:
     check_errors: dict[str, int] = field(default_factory=dict)
     # LLM judge calls by (judge, result): ok, timeout, error, invalid, capped, queue_full, shutdown.
     judge_calls: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Spans whose kind vocabularies disagreed (settled by ``dialects.recognize``'s rule).
+    contradictions: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_spans(self, result: str, n: int = 1) -> None:
         with self._lock:
             self.spans[result] = self.spans.get(result, 0) + n
+
+    def count_span_results(self, results: dict[str, int], contradictions: int = 0) -> None:
+        """Several span results at once (one request's or one tick's), under this lock only."""
+        with self._lock:
+            spans = self.spans
+            for result, n in results.items():
+                if n:
+                    spans[result] = spans.get(result, 0) + n
+            self.contradictions += contradictions
 
     def count_dropped(self, reason: str, n: int = 1) -> None:
         with self._lock:
@@ -82,4 +95,5 @@ class PipelineStats:
                 internal_errors=self.internal_errors,
                 check_errors=dict(self.check_errors),
                 judge_calls=dict(self.judge_calls),
+                contradictions=self.contradictions,
             )

@@ -182,4 +182,27 @@ class AgentRun(_LazyInput):
     kind: StepKind = field(default="agent", init=False)
 
 
-Step = ToolCall | ModelCall | AgentRun
+@dataclass(slots=True, frozen=True, kw_only=True)
+class Unreadable:
+    """A span with GenAI evidence that yields no complete step, or whose reading raised. Kept in the
+    run, so that the run says it could not be verified instead of being graded as if the span never
+    happened."""
+
+    span_id: int
+    parent_id: int | None = None
+    start_ns: int = 0
+    end_ns: int = 0
+    span_name: str = ""
+    # What the evidence said the span is; None when reading failed before it could tell.
+    expected: StepKind | None = None
+    # Which field could not be read (``tool name``, or the evidence source whose reader raised).
+    field: str = ""
+    reason: str = ""
+    dialect: str = ""
+
+    @property
+    def step_id(self) -> str:
+        return span_hex(self.span_id)
+
+
+Step = ToolCall | ModelCall | AgentRun | Unreadable

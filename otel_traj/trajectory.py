@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from otel_traj.steps import AgentRun, ModelCall, ToolCall, trace_hex
+from otel_traj.steps import AgentRun, ModelCall, ToolCall, Unreadable, trace_hex
 
 if TYPE_CHECKING:
     from otel_traj.cost import RunCost
@@ -55,6 +55,8 @@ class Trajectory:
     errors: list[str] = field(default_factory=list)
     # What the caps dropped for this trace (steps beyond the cap, truncated arguments/results).
     dropped_steps: int = 0
+    # Spans with GenAI evidence that could not be read into a step: the run cannot be verified.
+    unreadable: list[Unreadable] = field(default_factory=list)
     # Priced once, when first read, by ``otel_traj.cost.run_cost``.
     cost: RunCost | None = field(default=None, compare=False, repr=False)
 

@@ -12,7 +12,9 @@ from otel_traj.versions import Versions
 
 Status = Literal["pass", "fail", "skipped"]
 Severity = Literal["critical", "error", "warning", "info"]
-Outcome = Literal["unsafe", "fail", "pass_with_warnings", "pass", "incomplete"]
+Outcome = Literal["unsafe", "fail", "pass_with_warnings", "pass", "incomplete", "unverified"]
+# Every outcome, worst first (``otel_traj.grader`` says when each is given).
+OUTCOMES: tuple[Outcome, ...] = ("unsafe", "incomplete", "fail", "unverified", "pass_with_warnings", "pass")
 
 
 @dataclass(slots=True, frozen=True)

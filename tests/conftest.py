@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import tests.properties  # noqa: F401  (loads the suite's Hypothesis profile before any test module)
 from tests.serve_helpers import Served
 
 # Threads that a pipeline, its sinks or the service start, and join when they are shut down.

@@ -12,6 +12,7 @@ from otel_traj.cases import match_trajectory
 from otel_traj.cases.model import MatchMode
 from otel_traj.trajectory import Trajectory
 from tests.golden_cases import call, case, traj
+from tests.properties import examples
 
 REFUND = {"invoice_id": "INV-1002", "amount_yuan": 199}
 EXPECTED = (("get_subscription", {"customer_id": "C023"}), ("list_invoices", {"customer_id": "C023"}))
@@ -233,7 +234,7 @@ def test_repeated_call_is_reported_as_the_later_one() -> None:
 _CALLS = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 2)), max_size=6)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(expected=_CALLS, actual=_CALLS, mode=st.sampled_from(["strict", "unordered", "subset", "superset"]))
 def test_match_invariants(
     expected: list[tuple[str, int]], actual: list[tuple[str, int]], mode: MatchMode

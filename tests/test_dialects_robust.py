@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 from otel_traj import dialects
 from otel_traj.adapters.otlp_proto import views_from_bytes
 from otel_traj.dialects import _base, to_step
+from otel_traj.dialects.recognize import classify
+from otel_traj.dialects.sources import UnreadableField
 from otel_traj.spanview import STATUS_ERROR, SpanEvent, SpanView
-from otel_traj.steps import AgentRun, ModelCall, ToolCall
+from otel_traj.steps import AgentRun, ModelCall, Step, ToolCall, Unreadable
 from tests.dialect_spans import record
 
 MB = "x" * (1 << 20)
@@ -160,8 +162,10 @@ def test_small_max_chars_caps_every_text_of_real_traces() -> None:
     assert seen > 100
 
 
-def _texts(step: ToolCall | ModelCall | AgentRun) -> list[str]:
-    if isinstance(step, ToolCall):
+def _texts(step: Step) -> list[str]:
+    if isinstance(step, Unreadable):
+        values = [step.span_name]  # its reason is otel-traj's, of at most 200 characters
+    elif isinstance(step, ToolCall):
         values = [step.arguments_text, step.result, step.error_message]
     elif isinstance(step, ModelCall):
         values = [step.input_text, step.output_text] + [r.arguments_text for r in step.requested_tools]
@@ -170,9 +174,12 @@ def _texts(step: ToolCall | ModelCall | AgentRun) -> list[str]:
     return [value for value in values if value is not None]
 
 
-def test_broken_views_return_none() -> None:
+def test_broken_views_are_unreadable_steps_not_dropped() -> None:
     broken = SpanView(1, 2, None, "execute_tool x", 0, 1, attributes=None)  # type: ignore[arg-type]
-    assert to_step(broken) is None
+    step = to_step(broken)
+    assert isinstance(step, Unreadable)
+    assert (step.span_id, step.span_name, step.field) == (2, "execute_tool x", "span")
+    assert step.reason.startswith("TypeError")
     events = [SpanEvent("exception", 5, None)]  # type: ignore[arg-type]
     view = SpanView(
         1,
@@ -299,8 +306,16 @@ def test_parsers_never_raise(attributes: dict[str, Any], name: str, failed: bool
         SpanEvent("exception", 2),
     ]
     view = SpanView(1, 2, None, name, 0, 1, attributes, events, STATUS_ERROR if failed else 0, "boom")
-    # The parsers themselves, without to_step's guard: a malformed span must not need it.
-    step = dialects._by_attributes(view, attributes, max_chars)
+    # The parsers themselves, without read_span's guard: a malformed span must not need it. The one
+    # exception they raise on purpose is a tool span that names no tool (an unreadable step).
+    kind = classify(view, attributes)
+    if kind is None:
+        return
+    try:
+        step = dialects._build(kind, view, attributes, max_chars)
+    except UnreadableField as exc:
+        assert (kind.kind, exc.field) == ("tool", "tool name")
+        return
     if step is not None:
         assert all(len(text) <= max_chars for text in _texts(step))
 

@@ -19,6 +19,7 @@ import pytest
 
 from otel_traj.cli import build_parser
 from otel_traj.dialects.fields import TABLE
+from otel_traj.dialects.recognize import vocabulary_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -190,6 +191,13 @@ def test_documented_command_parses(where: str, args: list[str]) -> None:
                 pytest.fail(f"{where}: otel-traj {shlex.join(args)}\n{err.getvalue()}")
     missing = [a for a in args if a.startswith(REPO_DIRS) and not (ROOT / a).exists()]
     assert not missing, f"{where}: no such file in the repository: {missing}"
+
+
+def test_the_recognition_table_is_the_code() -> None:
+    """docs/dialects.md lists every kind vocabulary's defined values as the recognizer reads them."""
+    text = (ROOT / "docs" / "dialects.md").read_text()
+    documented = text.split("<!-- vocabulary-table -->\n", 1)[1].split("\n<!-- /vocabulary-table -->", 1)[0]
+    assert documented == "\n".join(vocabulary_rows())
 
 
 def test_the_dialect_evidence_table_is_the_code() -> None:

@@ -26,6 +26,7 @@ from otel_traj.processor import TrajectoryProcessor
 from otel_traj.serve.codec import decode_protobuf
 from otel_traj.serve.ingest import Ingest, Refused
 from otel_traj.verdict import Verdict
+from tests.properties import examples
 from tests.semconv_agent import Call, Run, Turn, clean_refund, emit
 
 RESOURCE = Resource.create({"service.name": "support-svc"})
@@ -155,7 +156,9 @@ def test_max_traces_bounds_runs_in_flight_and_counts_each_eviction_once(
     assert h.processor.stats.dropped == {"max_traces": 900}
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(max_traces=st.integers(1, 12), runs=st.integers(0, 40), ended=st.integers(0, 40))
 def test_evictions_counted_equal_runs_handed_over_early(max_traces: int, runs: int, ended: int) -> None:
     h = Harness(AssemblerConfig(grace_s=60, ttl_s=600, max_traces=max_traces))

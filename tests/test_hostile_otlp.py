@@ -30,6 +30,7 @@ from otel_traj.records import RecordMaker
 from otel_traj.serve import Service
 from otel_traj.serve.codec import decode_json, decode_protobuf
 from otel_traj.serve.ingest import InvalidRequest
+from tests.properties import examples
 from tests.serve_helpers import FIXTURES, local_settings, post
 from tests.test_adapters_errors import json_values
 
@@ -140,7 +141,7 @@ def _span_count(request: ExportTraceServiceRequest) -> int:
     return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
 def test_hostile_protobuf_requests_decode_to_valid_spans_or_count_them_malformed(
     request: ExportTraceServiceRequest,
@@ -154,7 +155,7 @@ def test_hostile_protobuf_requests_decode_to_valid_spans_or_count_them_malformed
     _grade_everything(batch)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_are_spans_or_an_invalid_request(data: bytes) -> None:
     try:
@@ -165,7 +166,7 @@ def test_arbitrary_bytes_are_spans_or_an_invalid_request(data: bytes) -> None:
     _grade_everything(batch)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_values)
 def test_hostile_json_documents_are_spans_or_an_invalid_request(doc: Any) -> None:
     try:
@@ -191,7 +192,7 @@ def _otlp_json(node: Any) -> Any:
     return node
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
 def test_hostile_otlp_json_requests_decode_like_their_protobuf_form(
     request: ExportTraceServiceRequest,
@@ -222,7 +223,9 @@ def http_url(tmp_path: Path) -> Iterator[str]:
         service.stop()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(request=requests(), garbage=st.binary(max_size=64))
 def test_the_service_answers_hostile_bodies_200_or_400_and_goes_on(
     http_url: str, request: ExportTraceServiceRequest, garbage: bytes

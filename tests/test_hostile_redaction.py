@@ -33,6 +33,7 @@ from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import Verdict
 from tests.langfuse_helpers import fast_sink
 from tests.langfuse_server import LangfuseTestServer
+from tests.properties import examples
 
 LONG_SECRET = "sk-live-" + "A1b2C3d4" * 12
 REPEATS = parse_policy(
@@ -111,7 +112,7 @@ def test_key_value_forms_in_free_text() -> None:
         assert mask_keyed(text, sensitive) == expected, text
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     core=cores, before=hostile, after=hostile, form=st.sampled_from(["kv", "repr", "json", "nested", "bare"])
 )
@@ -136,7 +137,7 @@ def test_hostile_secret_never_reaches_a_comment_or_the_store(
     assert core not in json.dumps(prepare(verdict, Redactor()))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(core=cores, pad=hostile, key=st.sampled_from(["password", "api_key", "Authorization", "secret_token"]))
 def test_render_args_masks_before_it_cuts_and_folds(core: str, pad: str, key: str) -> None:
     value = f"{pad}{core * 4}{pad}"
@@ -197,7 +198,7 @@ def test_the_store_takes_the_policy_and_can_keep_values(tmp_path: Path) -> None:
     assert stored["tool_calls"][0]["arguments"] == {"account_ref": "ACC-778812", "api_key": "sk-abc-123"}  # type: ignore[index]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.sampled_from(

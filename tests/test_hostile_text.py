@@ -36,6 +36,7 @@ from otel_traj.serve import Service
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.sinks.store import SqliteSink
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
+from tests.properties import examples
 from tests.serve_helpers import FIXTURES, POLICY, cli, local_settings, post
 
 DEEP = b'{"resourceSpans": ' + b"[" * 3000 + b"]" * 3000 + b"}"
@@ -201,7 +202,7 @@ def test_a_lone_surrogate_in_names_arguments_and_results_breaks_neither_scrape_n
     assert all(_encodable(text) for text in _strings(run))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=hostile_text)
 def test_every_string_a_record_holds_is_encodable_and_within_the_cap(text: str) -> None:
     exporter = InMemorySpanExporter()

@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from otel_traj.cli.report_conversations import report_conversations
-from otel_traj.cli.report_table import OUTCOMES, failed_checks, print_report, render_rows, started
+from otel_traj.cli.report_table import failed_checks, print_report, render_rows, started
 from otel_traj.config import env_str
 from otel_traj.sinks.store import Query, StoreError, connect, read_verdicts
+from otel_traj.verdict import OUTCOMES
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from otel_traj.reports.html import write_html
-
-OUTCOMES = ("unsafe", "fail", "pass_with_warnings", "pass", "incomplete")
+from otel_traj.verdict import OUTCOMES
 
 
 def started(record: Mapping[str, Any]) -> str:

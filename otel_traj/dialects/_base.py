@@ -141,6 +141,11 @@ def bounded_value(value: Any, max_chars: int) -> Any:
     return clip_text(value, max_chars)
 
 
+def as_name(value: Any) -> str | None:
+    """A non-empty name given as text (a tool's, an agent's); a number or anything else is none."""
+    return as_str(value) if isinstance(value, str) else None
+
+
 def as_str(value: Any) -> str | None:
     """A non-empty identifier-like string (names, ids, models), else None."""
     if isinstance(value, str):

@@ -125,7 +125,7 @@ def _speaker(message: Mapping[str, Any]) -> str | None:
         # LangChain messages say who spoke in ``type``; Responses API call items use it for the item
         # kind and have no speaker (they belong to the assistant's output).
         value = message.get("type")
-        if value in _CALL_ITEM_TYPES:
+        if not isinstance(value, str) or value in _CALL_ITEM_TYPES:
             return None
     return value.lower() if isinstance(value, str) else None
 

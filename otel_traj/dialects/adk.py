@@ -17,12 +17,24 @@ from otel_traj.dialects._base import loads
 from otel_traj.dialects._messages import Output, assistant_output, last_user_text
 from otel_traj.dialects._usage import Usage, usage_from_json
 from otel_traj.spanview import SpanView
+from otel_traj.steps import StepKind
 
 DIALECT = "adk"
 TOOL_ARGS = "gcp.vertex.agent.tool_call_args"
 TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
 LLM_REQUEST = "gcp.vertex.agent.llm_request"
 LLM_RESPONSE = "gcp.vertex.agent.llm_response"
+
+
+def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
+    """ADK's own keys: tool arguments make a tool call; a model request a model call, or the agent
+    when the operation says so."""
+    if TOOL_ARGS not in attrs and LLM_REQUEST not in attrs:
+        return None
+    operation = attrs.get("gen_ai.operation.name")
+    if TOOL_ARGS in attrs or operation == "execute_tool":
+        return "tool"
+    return "agent" if operation in ("invoke_agent", "invoke_workflow") else "model"
 
 
 def request_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:

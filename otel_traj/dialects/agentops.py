@@ -25,6 +25,7 @@ from typing import Any
 
 from otel_traj.dialects._base import clip_text, loads, loads_once
 from otel_traj.dialects._messages import last_user_text
+from otel_traj.dialects.vocabulary import Vocabulary, not_steps
 from otel_traj.spanview import SpanView
 from otel_traj.steps import StepKind
 
@@ -34,6 +35,8 @@ NAME = "operation.name"
 CALL_ID = "tool.call.id"
 REQUEST_PREFIX = "tool_call."
 KINDS: dict[str, StepKind] = {"tool": "tool", "agent": "agent", "session": "agent", "workflow": "agent"}
+# A task or operation is a decorated function of the application's: no tool, model or agent step.
+VOCABULARY = Vocabulary(KIND, DIALECT, {**KINDS, **not_steps(("task", "operation"))})
 _WORKFLOWS = frozenset({"session", "workflow"})
 # Metadata keys a user names a conversation by (AgentOps has no convention of its own).
 CONVERSATION_KEYS = tuple(f"trace.metadata.{key}" for key in ("conversation_id", "session_id", "thread_id"))
@@ -61,6 +64,11 @@ def is_request(view: SpanView, attrs: Mapping[str, Any]) -> bool:
     return (
         CALL_ID in attrs and KIND not in attrs and isinstance(name, str) and name.startswith(REQUEST_PREFIX)
     )
+
+
+def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
+    """A call a response requested, recorded as a span of its own: a tool step marked requested."""
+    return "tool" if is_request(view, attrs) else None
 
 
 def _io(attrs: Mapping[str, Any], which: str) -> Any:

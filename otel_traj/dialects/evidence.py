@@ -26,19 +26,26 @@ from otel_traj.dialects import (
     semconv,
     traceloop,
 )
-from otel_traj.dialects._base import as_str, parse_json
+from otel_traj.dialects._base import as_name, as_str, parse_json
 from otel_traj.dialects._messages import Output
 from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
 from otel_traj.dialects._usage import Usage, agent_usage, usage, usage_from_json
-from otel_traj.dialects.sources import first_of
+from otel_traj.dialects.sources import UnreadableField, first_of
 from otel_traj.spanview import KIND_SERVER, SpanView
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
 
 
 def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ToolCall | None:
-    """The tool call a span records; None when no source names the tool."""
-    name = as_str(first_of(fields.TOOL_NAME, view, attrs, max_chars))
-    if name is None or name in fields.NOT_TOOLS:
+    """The tool call a span records; None for a framework's bookkeeping span (``NOT_TOOLS``). Raises
+    ``UnreadableField`` when no source names the tool."""
+    # A name given as text wins over a number in a source of higher precedence; a number is a name
+    # only when no source gives text.
+    name = first_of(fields.TOOL_NAME, view, attrs, max_chars, as_name) or first_of(
+        fields.TOOL_NAME, view, attrs, max_chars, as_str
+    )
+    if name is None:
+        raise UnreadableField("tool name", "no source names the tool")
+    if name in fields.NOT_TOOLS:
         return None
     arguments, wrapper_id = unwrap_arguments(
         first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars), max_chars

@@ -28,6 +28,7 @@ from otel_traj.dialects._messages import (
 )
 from otel_traj.dialects._results import ToolResults, request_results
 from otel_traj.dialects._usage import Usage
+from otel_traj.dialects.vocabulary import Vocabulary, not_steps
 from otel_traj.spanview import SpanView
 from otel_traj.steps import StepKind
 
@@ -44,6 +45,25 @@ KINDS: dict[str, StepKind] = {
     "agent": "agent",
     "flow": "agent",
 }
+VOCABULARY = Vocabulary(
+    SUBTYPE,
+    DIALECT,
+    {
+        **KINDS,
+        **not_steps(
+            (
+                "util",
+                "prompt",
+                "executable-prompt",
+                "embedder",
+                "retriever",
+                "indexer",
+                "reranker",
+                "evaluator",
+            )
+        ),
+    },
+)
 
 
 def _kind(attrs: Mapping[str, Any]) -> StepKind | None:

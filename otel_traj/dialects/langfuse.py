@@ -22,12 +22,24 @@ from otel_traj.dialects._messages import (
     last_user_text,
 )
 from otel_traj.dialects._steps import unwrap_arguments
+from otel_traj.dialects.vocabulary import Vocabulary, not_steps
 from otel_traj.spanview import SpanView
 
 DIALECT = "langfuse"
 TYPE = "langfuse.observation.type"
 INPUT = "langfuse.observation.input"
 OUTPUT = "langfuse.observation.output"
+# Langfuse's observation types; only tool, generation and agent observations are steps.
+VOCABULARY = Vocabulary(
+    TYPE,
+    DIALECT,
+    {
+        "tool": "tool",
+        "generation": "model",
+        "agent": "agent",
+        **not_steps(("span", "event", "chain", "retriever", "evaluator", "embedding", "guardrail")),
+    },
+)
 
 
 def failed(attrs: Mapping[str, Any]) -> bool:

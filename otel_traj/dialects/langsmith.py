@@ -34,8 +34,8 @@ from otel_traj.dialects._messages import (
 from otel_traj.dialects._results import ToolResults
 from otel_traj.dialects._results import request_failures as shared_failures
 from otel_traj.dialects._results import request_results as shared_results
+from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Vocabulary, not_steps
 from otel_traj.spanview import SpanView
-from otel_traj.steps import StepKind
 
 DIALECT = "langsmith"
 KIND = "langsmith.span.kind"
@@ -48,7 +48,22 @@ _NODE = "langsmith.metadata.langgraph_node"
 CONVERSATION_KEYS = tuple(
     f"langsmith.metadata.{key}" for key in ("session_id", "thread_id", "conversation_id")
 )
-KINDS: dict[str, StepKind] = {"tool": "tool", "llm": "model"}
+
+
+def _chain(view: SpanView, attrs: Mapping[str, Any]) -> Meaning:
+    return "agent" if is_agent(view, attrs) else NOT_A_STEP
+
+
+VOCABULARY = Vocabulary(
+    KIND,
+    DIALECT,
+    {
+        "tool": "tool",
+        "llm": "model",
+        "chain": _chain,
+        **not_steps(("retriever", "embedding", "prompt", "parser")),
+    },
+)
 # LangChain's message types as chat roles.
 _ROLES = {
     "human": "user",

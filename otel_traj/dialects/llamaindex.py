@@ -97,10 +97,12 @@ def failure(output: Any) -> tuple[bool, str | None]:
 # LlamaIndex's own OpenTelemetry integration.
 
 
-def kind(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
+def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
     """A span of a workflow run is a model call when it holds a chat event, a tool call when it is a
     tool's ``call`` / ``acall`` inside the step that received a ``ToolCall``; the steps, the request
     building (``_prepare_chat_with_tools``) and the rest are no steps."""
+    if RUN_ID not in attrs:
+        return None
     if any(event.name in _CHAT_EVENTS for event in view.events):
         return "model"
     owner, _, method = view.name.rpartition(".")

@@ -18,6 +18,7 @@ from otel_traj.dialects._base import as_int, as_str, first, loads
 from otel_traj.dialects._messages import Output, as_messages, assistant_output, last_user_text
 from otel_traj.dialects._usage import Usage, usage_from_json
 from otel_traj.spanview import SpanView
+from otel_traj.steps import StepKind
 
 DIALECT = "logfire"
 TEMPLATE = "logfire.msg_template"
@@ -25,6 +26,18 @@ TOOL_TEMPLATE = "Function: {name}"
 AGENT_TEMPLATE = "Agent run: {name!r}"
 MODEL_TEMPLATES = ("Chat completion with", "Responses API")
 TEMPLATES = (TOOL_TEMPLATE, AGENT_TEMPLATE, *MODEL_TEMPLATES)
+
+
+def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
+    """Logfire's message templates: ``Function: {name}``, ``Agent run: {name!r}``, the model calls'."""
+    template = attrs.get(TEMPLATE)
+    if not isinstance(template, str) or not template.startswith(TEMPLATES):
+        return None
+    if is_tool(attrs):
+        return "tool"
+    return "agent" if is_agent(attrs) else "model"
+
+
 _ERROR_LEVEL = 17
 
 

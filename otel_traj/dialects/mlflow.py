@@ -25,6 +25,7 @@ from otel_traj.dialects._messages import (
 )
 from otel_traj.dialects._results import ToolResults, request_failures, request_results
 from otel_traj.dialects._usage import Usage, usage_from_json
+from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Vocabulary
 from otel_traj.spanview import SpanView
 from otel_traj.steps import StepKind
 
@@ -36,8 +37,12 @@ MODEL = "mlflow.llm.model"
 PROVIDER = "mlflow.llm.provider"
 USAGE = "mlflow.chat.tokenUsage"
 _TYPES: dict[str, StepKind] = {"TOOL": "tool", "CHAT_MODEL": "model", "LLM": "model", "AGENT": "agent"}
-# The span types as MLflow writes them (JSON strings), and bare.
-KINDS: dict[str, StepKind] = {**_TYPES, **{f'"{name}"': kind for name, kind in _TYPES.items()}}
+_OTHER_TYPES = ("CHAIN", "RETRIEVER", "EMBEDDING", "PARSER", "RERANKER", "MEMORY")
+# The span types as MLflow writes them (JSON strings), and bare; ``UNKNOWN`` says nothing.
+_MEANINGS: dict[str, Meaning] = {**_TYPES, **dict.fromkeys(_OTHER_TYPES, NOT_A_STEP)}
+VOCABULARY = Vocabulary(
+    SPAN_TYPE, DIALECT, {**_MEANINGS, **{f'"{name}"': meaning for name, meaning in _MEANINGS.items()}}
+)
 
 
 def _decoded(attrs: Mapping[str, Any], key: str) -> Any:

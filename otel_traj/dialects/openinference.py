@@ -31,11 +31,22 @@ from otel_traj.dialects._messages import (
     last_user_text_in,
 )
 from otel_traj.dialects._results import MAX_RESULTS, ToolResults, failures_of, results_of
+from otel_traj.dialects.vocabulary import Vocabulary, not_steps
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
 DIALECT = "openinference"
 KIND = "openinference.span.kind"
+VOCABULARY = Vocabulary(
+    KIND,
+    DIALECT,
+    {
+        "TOOL": "tool",
+        "LLM": "model",
+        "AGENT": "agent",
+        **not_steps(("CHAIN", "RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR", "PROMPT")),
+    },
+)
 _FLAT_CALL_KEYS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
 _MAX_CONTENTS = 64
 _SCHEMA_KEYS = frozenset({"type", "properties", "$schema", "required", "title", "description"})

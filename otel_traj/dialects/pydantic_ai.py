@@ -17,7 +17,7 @@ from typing import Any
 from otel_traj.dialects._base import loads
 from otel_traj.dialects._messages import content_text, last_user_text_in
 from otel_traj.spanview import SpanView
-from otel_traj.steps import LazyText
+from otel_traj.steps import LazyText, StepKind
 
 DIALECT = "pydantic_ai"
 # Attributes only pydantic-ai sets: the dispatcher routes spans carrying them here.
@@ -30,6 +30,23 @@ MARKERS = (
 )
 TOOL_SPAN = "running tool"
 AGENT_SPAN = "agent run"
+_MARKERS = frozenset(MARKERS)
+
+
+def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
+    """pydantic-ai's span names and its own keys (1.x ``tool_arguments``, ``final_result``), with the
+    operation it also sets."""
+    name = view.name
+    if name != TOOL_SPAN and _MARKERS.isdisjoint(attrs):
+        return None
+    operation = attrs.get("gen_ai.operation.name")
+    if operation == "execute_tool" or name == TOOL_SPAN or "tool_arguments" in attrs:
+        return "tool"
+    if operation in ("invoke_agent", "invoke_workflow") or name == AGENT_SPAN or "final_result" in attrs:
+        return "agent"
+    if operation in ("chat", "generate_content", "text_completion"):
+        return "model"
+    return None
 
 
 def all_messages_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> LazyText:

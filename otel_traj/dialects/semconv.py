@@ -24,12 +24,35 @@ from otel_traj.dialects._messages import (
     last_user_text_in,
 )
 from otel_traj.dialects._results import ToolResults, request_failures, request_results, resent_calls
+from otel_traj.dialects.vocabulary import Vocabulary, not_steps
 from otel_traj.spanview import SpanView
 from otel_traj.steps import LazyText, RequestedTool
 
 DIALECT = "semconv"
 MODEL_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
+OPERATION = "gen_ai.operation.name"
+# The operations the conventions define that run no tool, model or agent step of a trajectory.
+_NOT_STEPS = (
+    "embeddings",
+    "retrieval",
+    "create_agent",
+    "plan",
+    "search_memory",
+    "create_memory",
+    "update_memory",
+    "delete_memory",
+)
+VOCABULARY = Vocabulary(
+    OPERATION,
+    DIALECT,
+    {
+        "execute_tool": "tool",
+        **dict.fromkeys(sorted(MODEL_OPERATIONS), "model"),
+        **dict.fromkeys(sorted(AGENT_OPERATIONS), "agent"),
+        **not_steps(_NOT_STEPS),
+    },
+)
 INPUT = "gen_ai.input.messages"
 OUTPUT = "gen_ai.output.messages"
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"

@@ -2,7 +2,8 @@
 
 A source is a label (what the docs show: an attribute key, a span event, the span name) and a reader
 ``(view, attributes, max_chars) -> value or None``. The field tables (``fields``) list the sources of
-each field in precedence order; the first that yields a value wins. Readers never raise.
+each field in precedence order; the first that yields a value wins. Readers should not raise; one
+that does makes its field unreadable, never the span silently lost.
 """
 
 from __future__ import annotations
@@ -67,12 +68,34 @@ def event_attribute(event: str, key: str, convert: Convert | None = None) -> Sou
     return Source(f"event `{event}` → `{key}`", read)
 
 
-def first_of(sources: Iterable[Source], view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Any:
-    """The first value a source yields (None and empty text count as nothing)."""
+class UnreadableField(Exception):
+    """A field of a step that could not be read: the span becomes an unreadable step."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+def first_of(
+    sources: Iterable[Source],
+    view: SpanView,
+    attrs: Mapping[str, Any],
+    max_chars: int,
+    accept: Convert | None = None,
+) -> Any:
+    """The first value a source yields (None and empty text count as nothing), through ``accept``
+    when given: a value it turns into None (of the wrong type) is no value, and the next source is
+    read. A reader that raises makes the field unreadable (``UnreadableField`` naming the source)."""
     for source in sources:
         if source.trigger is not None and source.trigger not in attrs:
             continue
-        value = source.read(view, attrs, max_chars)
+        try:
+            value = source.read(view, attrs, max_chars)
+        except Exception as exc:
+            raise UnreadableField(source.label, f"{type(exc).__name__}: {exc}"[:200]) from exc
+        if accept is not None and value is not None:
+            value = accept(value)
         if value is not None and value != "":
             return value
     return None

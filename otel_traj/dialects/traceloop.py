@@ -25,6 +25,7 @@ from otel_traj.dialects._messages import (
     requested_tool,
 )
 from otel_traj.dialects._results import ToolResults, results_of
+from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Vocabulary, not_steps
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
@@ -32,6 +33,19 @@ DIALECT = "traceloop"
 KIND = "traceloop.span.kind"
 ENTITY_INPUT = "traceloop.entity.input"
 ENTITY_OUTPUT = "traceloop.entity.output"
+REQUEST_TYPE = "llm.request.type"
+# A LlamaIndex workflow step that calls a tool: OpenLLMetry marks it a task and names the tool.
+_TASK_TOOL = "tool.name"
+
+
+def _task(view: SpanView, attrs: Mapping[str, Any]) -> Meaning:
+    return "tool" if _TASK_TOOL in attrs else NOT_A_STEP
+
+
+VOCABULARY = Vocabulary(KIND, DIALECT, {"tool": "tool", "workflow": "agent", "agent": "agent", "task": _task})
+REQUEST_VOCABULARY = Vocabulary(
+    REQUEST_TYPE, DIALECT, {"chat": "model", "completion": "model", **not_steps(("embedding", "rerank"))}
+)
 _INDEXED_CALL_KEYS = ("name", "id", "arguments")
 _FUNCTION_NAME = "function_call.name"
 _FUNCTION_ARGUMENTS = "function_call.arguments"

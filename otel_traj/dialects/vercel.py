@@ -16,6 +16,7 @@ from typing import Any
 from otel_traj.dialects._base import as_str, clip_text, first, loads
 from otel_traj.dialects._messages import Output, as_messages, content_text, last_user_text, last_user_text_in
 from otel_traj.dialects._results import ToolResults, request_results
+from otel_traj.dialects.vocabulary import Vocabulary, not_steps
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool, StepKind
 
@@ -34,6 +35,11 @@ KINDS: dict[str, StepKind] = {
     "ai.generateObject": "agent",
     "ai.streamObject": "agent",
 }
+VOCABULARY = Vocabulary(
+    OPERATION,
+    DIALECT,
+    {**KINDS, **not_steps(("ai.embed", "ai.embedMany", "ai.embed.doEmbed", "ai.embedMany.doEmbed"))},
+)
 TEXT_KEYS = ("ai.response.text", "ai.result.text")
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from otel_traj.verdict import OUTCOMES
+
 if TYPE_CHECKING:
     from otel_traj.cases.model import GoldenCase
     from otel_traj.policy import Policy
@@ -25,7 +27,7 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("cost_usd", "total_cost_usd", "cost $"),
     ("duration_s", "duration_s", "duration s"),
 )
-OUTCOMES = frozenset({"unsafe", "fail", "pass_with_warnings", "pass", "incomplete"})
+OUTCOME_NAMES = frozenset(OUTCOMES)
 PASSING = frozenset({"pass", "pass_with_warnings"})
 # Checks whose failures the gate counts run by run (``critical`` failures also make a run unsafe).
 BLOCKING_SEVERITIES = frozenset({"critical", "error"})
@@ -72,9 +74,9 @@ def run_from_dict(
     if not isinstance(data, Mapping):
         raise GateInputError(f"{where}: must be an object, got {type(data).__name__}")
     outcome = _field(data, "outcome", str, where)
-    if outcome not in OUTCOMES:
+    if outcome not in OUTCOME_NAMES:
         raise GateInputError(
-            f"{where}: field 'outcome' must be one of {', '.join(sorted(OUTCOMES))}, got {outcome!r}"
+            f"{where}: field 'outcome' must be one of {', '.join(sorted(OUTCOME_NAMES))}, got {outcome!r}"
         )
     failed: list[tuple[str, str]] = []
     for i, check in enumerate(_field(data, "checks", list, where)):

@@ -201,6 +201,11 @@ class Grading(_Section):
     max_ms_per_run: float | None = Field(
         default=1000.0, gt=0, description="milliseconds of checks per run; null = no limit"
     )
+    # A span with GenAI evidence that could not be read may hide a call: by default the run cannot pass.
+    unreadable: Literal["unverified", "ignore"] = Field(
+        default="unverified",
+        description="a run with unreadable steps: unverified (its passing checks skipped) or ignore",
+    )
 
 
 class ConversationBudget(Budget):

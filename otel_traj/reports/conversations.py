@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from otel_traj.conversations import ConversationVerdict
 from otel_traj.reports.junit_case import add_testcase, clean
-from otel_traj.reports.summary import OUTCOME_ORDER
+from otel_traj.verdict import OUTCOMES
 
 _HEADER = ("CONVERSATION", "AGENT", "OUTCOME", "SCORE", "TRACES", "TOOL CALLS", "TOKENS IN/OUT")
 _STATUS = {"pass": "✅ pass", "fail": "❌ fail", "skipped": "⏭️ skipped"}
@@ -18,7 +18,7 @@ _STATUS = {"pass": "✅ pass", "fail": "❌ fail", "skipped": "⏭️ skipped"}
 def conversation_counts(verdicts: Sequence[ConversationVerdict]) -> str:
     """``2 conversations: 1 unsafe, 1 pass``."""
     counts = Counter(v.outcome for v in verdicts)
-    parts = [f"{counts[o]} {o}" for o in OUTCOME_ORDER if counts[o]]
+    parts = [f"{counts[o]} {o}" for o in OUTCOMES if counts[o]]
     noun = "conversation" if len(verdicts) == 1 else "conversations"
     return f"{len(verdicts)} {noun}" + (f": {', '.join(parts)}" if parts else "")
 

@@ -18,22 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from otel_traj.reports.html_conversations import checks_table, conversations_html
+from otel_traj.verdict import OUTCOMES
 
-OUTCOMES = ("unsafe", "fail", "pass_with_warnings", "pass", "incomplete")
-OUTCOME_LABELS = {
-    "unsafe": "unsafe",
-    "fail": "fail",
-    "pass_with_warnings": "pass with warnings",
-    "pass": "pass",
-    "incomplete": "incomplete",
-}
+OUTCOME_LABELS: dict[str, str] = {outcome: outcome.replace("_", " ") for outcome in OUTCOMES}
 TIP_CHARS = 600
 CELL_CHARS = 400
 
 _CSS = """
 :root{--bg:#f6f7f9;--card:#fff;--ink:#1d2430;--mute:#667085;--line:#e3e6ea;--model:#c7cfe2;
 --tool:#3b82c4;--err:#d92d20;--warn:#dc8a04;--ok:#12805c;--unsafe:#9f1239;--fail:#d92d20;
---pass_with_warnings:#dc8a04;--pass:#12805c;--incomplete:#667085}
+--pass_with_warnings:#dc8a04;--pass:#12805c;--incomplete:#667085;--unverified:#7a5af8}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 -apple-system,BlinkMacSystemFont,
 "Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
@@ -295,6 +289,9 @@ def _trajectory(v: Mapping[str, Any], index: int) -> str:
         meta_html += f"<span>requested without a span: {escape(', '.join(unobserved))}</span>"
     if not v.get("complete", True):
         meta_html += "<span><b>incomplete: the root span never ended</b></span>"
+    unreadable = v.get("unreadable") or ()
+    if unreadable:
+        meta_html += f"<span><b>unverified: {len(unreadable)} unreadable span(s)</b></span>"
     quotes = "".join(
         f'<div class="quote"><i>{label}</i>{escape(_clip(str(text), 600))}</div>'
         for label, text in (("user", v.get("user_input")), ("final answer", v.get("final_answer")))
@@ -337,7 +334,7 @@ def render_html(
 ) -> str:
     """The report for ``verdicts`` (dicts from ``verdict_to_dict`` or the store), worst outcome first,
     after ``conversations`` (dicts from ``conversation_to_dict`` or the store) if any."""
-    rank = {o: i for i, o in enumerate(OUTCOMES)}
+    rank: dict[str, int] = {o: i for i, o in enumerate(OUTCOMES)}
     items = list(verdicts)
     ordered = sorted(
         items, key=lambda v: (rank.get(str(v.get("outcome")), len(rank)), v.get("start_ns") or 0)

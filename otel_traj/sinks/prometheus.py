@@ -30,6 +30,7 @@ from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.sinks.prometheus_conversations import ConversationMetrics
 from otel_traj.steps import ToolCall, span_hex, trace_hex
 from otel_traj.verdict import Verdict
+from otel_traj.verification import NAME as UNREADABLE
 
 if TYPE_CHECKING:
     from otel_traj.conversations import ConversationVerdict
@@ -44,7 +45,7 @@ SCOPE_CHECK = "scope"
 # dimension. A name outside this set is exposed as ``other`` so that a custom or misspelled check
 # cannot grow the label set.
 # ``dropped_steps``: the pipeline's own note on a run that lost steps to the caps.
-CHECK_NAMES = frozenset(Severities.model_fields) | frozenset(CASE_SEVERITY) | {"dropped_steps"}
+CHECK_NAMES = frozenset(Severities.model_fields) | frozenset(CASE_SEVERITY) | {"dropped_steps", UNREADABLE}
 
 # Agent runs range from a few hundred tokens to long tool loops of a million; steps of roughly 1.6x
 # keep histogram_quantile() within the 1.5x budget-regression threshold the alert rules use.

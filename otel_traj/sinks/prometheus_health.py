@@ -46,8 +46,9 @@ def register_pipeline_health(registry: CollectorRegistry, *stats: PipelineStats)
 
 class PipelineHealthCollector(Collector):
     """Exposes ``otel_traj_spans_total{result}``, ``otel_traj_traces_in_flight``,
-    ``otel_traj_dropped_total{reason}``, ``otel_traj_sink_errors_total{sink}`` and
-    ``otel_traj_internal_errors_total``, summed over the stats added to it.
+    ``otel_traj_dropped_total{reason}``, ``otel_traj_sink_errors_total{sink}``,
+    ``otel_traj_internal_errors_total`` and ``otel_traj_span_contradictions_total``, summed over the
+    stats added to it.
 
     Stats are held for the collector's life: dropping one would make the summed counters go down,
     which Prometheus reads as a counter reset.
@@ -78,7 +79,7 @@ def _sum(snapshots: Iterable[StatsSnapshot]) -> StatsSnapshot:
     sink_errors: Counter[str] = Counter()
     check_errors: Counter[str] = Counter()
     judge_calls: Counter[tuple[str, str]] = Counter()
-    in_flight = internal = 0
+    in_flight = internal = contradictions = 0
     for snap in snapshots:
         check_errors.update(snap.check_errors)
         judge_calls.update(snap.judge_calls)
@@ -87,14 +88,16 @@ def _sum(snapshots: Iterable[StatsSnapshot]) -> StatsSnapshot:
         sink_errors.update(snap.sink_errors)
         in_flight += snap.traces_in_flight
         internal += snap.internal_errors
+        contradictions += snap.contradictions
     return StatsSnapshot(
-        dict(spans),
-        dict(dropped),
-        dict(sink_errors),
-        in_flight,
-        internal,
-        dict(check_errors),
-        dict(judge_calls),
+        spans=dict(spans),
+        dropped=dict(dropped),
+        sink_errors=dict(sink_errors),
+        traces_in_flight=in_flight,
+        internal_errors=internal,
+        check_errors=dict(check_errors),
+        judge_calls=dict(judge_calls),
+        contradictions=contradictions,
     )
 
 
@@ -122,7 +125,12 @@ def _families(snap: StatsSnapshot | None) -> list[Metric]:
         "LLM judge calls by judge and result (ok, timeout, error, invalid, capped, queue_full, shutdown).",
         labels=["judge", "result"],
     )
+    contradictions = CounterMetricFamily(
+        "otel_traj_span_contradictions",
+        "Spans whose kind keys disagreed about what the span is (settled by the documented rule).",
+    )
     if snap is not None:
+        contradictions.add_metric([], snap.contradictions)
         for check, count in sorted(snap.check_errors.items()):
             check_errors.add_metric([check], count)
         for (judge, result), count in sorted(snap.judge_calls.items()):
@@ -139,4 +147,4 @@ def _families(snap: StatsSnapshot | None) -> list[Metric]:
         for sink, count in sorted(snap.sink_errors.items()):
             sink_errors.add_metric([sink], count)
         internal.add_metric([], snap.internal_errors)
-    return [spans, in_flight, dropped, sink_errors, internal, check_errors, judge_calls]
+    return [spans, in_flight, dropped, sink_errors, internal, check_errors, judge_calls, contradictions]

@@ -1,0 +1,165 @@
+"""What a span is (a tool call, a model call, an agent run, or no step), from all the evidence it carries.
+
+Evidence, strongest first:
+
+1. **Vocabularies**: a kind key's value that its vendor or the conventions define (``TOOL``,
+   ``execute_tool``, ``chain``; see ``vocabulary``). Vendors' keys come before
+   ``gen_ai.operation.name``, which several vendors also set.
+2. **Recognizers**: a vendor's own keys or span names where it has no kind key (Google ADK's tool
+   arguments, Logfire's message templates, pydantic-ai's ``running tool``, LlamaIndex's chat events).
+3. **Structure**: a tool name makes a tool call; a request or response model, token usage or
+   messages make a model call.
+4. **Span names** (``execute_tool …``, Haystack's): only for spans with no key of any dialect.
+
+The rule: the first piece of evidence, in this order, that defines what the span is decides, "not a
+step" included (a ``CHAIN``, a ``task``, ``embeddings``: a LangSmith prompt run that its SDK also marks
+``chat`` is no model call). A value no vocabulary defines, or of the wrong type, is no evidence either
+way: it never hides what the span's other keys say. A vocabulary after the deciding evidence that
+defines another meaning is a contradiction: the rule settles it, and the span is counted
+(``otel_traj_span_contradictions_total``). An agent name alone is no evidence: instrumentations write
+it on every span of an agent's run, spans of operations they call ``unknown`` included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from otel_traj.dialects import (
+    adk,
+    agentops,
+    genkit,
+    haystack,
+    langfuse,
+    langsmith,
+    llamaindex,
+    logfire,
+    mlflow,
+    openinference,
+    pydantic_ai,
+    semconv,
+    traceloop,
+    vercel,
+)
+from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Vocabulary
+from otel_traj.spanview import SpanView
+from otel_traj.steps import StepKind
+
+# Vendors' kind keys, most specific first; the conventions' operation after them and the recognizers.
+VENDOR_VOCABULARIES: tuple[Vocabulary, ...] = (
+    langfuse.VOCABULARY,
+    openinference.VOCABULARY,
+    traceloop.VOCABULARY,
+    langsmith.VOCABULARY,
+    traceloop.REQUEST_VOCABULARY,
+    vercel.VOCABULARY,
+    mlflow.VOCABULARY,
+    genkit.VOCABULARY,
+    agentops.VOCABULARY,
+)
+OPERATION_VOCABULARY = semconv.VOCABULARY
+Recognizer = Callable[[SpanView, Mapping[str, Any]], StepKind | None]
+RECOGNIZERS: tuple[tuple[Recognizer, str], ...] = (
+    (llamaindex.recognize, llamaindex.DIALECT),
+    (agentops.recognize, agentops.DIALECT),
+    (adk.recognize, adk.DIALECT),
+    (logfire.recognize, logfire.DIALECT),
+    (pydantic_ai.recognize, pydantic_ai.DIALECT),
+)
+TOOL_NAME = "gen_ai.tool.name"
+# Keys whose presence, with a value of the right type, shows a model call.
+MODEL_TEXT_KEYS = ("gen_ai.request.model", "gen_ai.response.model", semconv.INPUT, semconv.OUTPUT)
+MODEL_COUNT_KEYS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "gen_ai.usage.completion_tokens",
+)
+# Attribute keys of any vocabulary or structure: a span without one (and without a step's span name)
+# is no step. The recognizers' own markers are listed in ``otel_traj.dialects``.
+EVIDENCE_KEYS = frozenset(
+    {
+        *(v.key for v in VENDOR_VOCABULARIES),
+        OPERATION_VOCABULARY.key,
+        TOOL_NAME,
+        *MODEL_TEXT_KEYS,
+        *MODEL_COUNT_KEYS,
+    }
+)
+
+
+class Kind(NamedTuple):
+    """What the evidence says a span is, which dialect said it, and whether vocabularies disagreed."""
+
+    kind: StepKind
+    dialect: str
+    contradicted: bool = False
+
+
+def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
+    """What the span is by the rule above; None for a span that is no step."""
+    decided: tuple[Meaning, str] | None = None
+    contradicted = False
+    for vocabulary in VENDOR_VOCABULARIES:
+        meaning = vocabulary.meaning(view, attrs)
+        if meaning is None:
+            continue
+        if decided is None:
+            decided = meaning, vocabulary.dialect
+        elif meaning != decided[0]:
+            contradicted = True
+    if decided is None:
+        decided = _recognized(view, attrs)
+    operation = OPERATION_VOCABULARY.meaning(view, attrs)
+    if operation is not None:
+        if decided is None:
+            decided = operation, semconv.DIALECT
+        elif operation != decided[0]:
+            contradicted = True
+    if decided is None:
+        kind = _structure(attrs)
+        if kind is not None:
+            return Kind(kind, semconv.DIALECT)
+        kind = haystack.kind(view.name, attrs)
+        return Kind(kind, haystack.DIALECT) if kind is not None else None
+    meaning, dialect = decided
+    return None if meaning == NOT_A_STEP else Kind(meaning, dialect, contradicted)
+
+
+def _recognized(view: SpanView, attrs: Mapping[str, Any]) -> tuple[Meaning, str] | None:
+    for recognize, dialect in RECOGNIZERS:
+        kind = recognize(view, attrs)
+        if kind is not None:
+            return kind, dialect
+    return None
+
+
+def _structure(attrs: Mapping[str, Any]) -> StepKind | None:
+    name = attrs.get(TOOL_NAME)
+    if isinstance(name, str) and name:
+        return "tool"
+    if any(isinstance(attrs.get(key), str) and attrs.get(key) for key in MODEL_TEXT_KEYS):
+        return "model"
+    if any(_count(attrs.get(key)) for key in MODEL_COUNT_KEYS):
+        return "model"
+    return None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def vocabulary_rows() -> list[str]:
+    """The recognition table of ``docs/dialects.md``: every vocabulary in precedence order, the
+    values it defines and what each means (``tests/test_docs.py`` keeps the two equal)."""
+    rows = [
+        "| key (dialect) | tool | model | agent | not a step | depends on the span |",
+        "|---|---|---|---|---|---|",
+    ]
+    for vocabulary in (*VENDOR_VOCABULARIES, OPERATION_VOCABULARY):
+        columns: dict[str, list[str]] = {}
+        for value, meaning in vocabulary.defined():
+            columns.setdefault(meaning, []).append(f"`{value}`")
+        cells = [", ".join(columns.get(m, ())) for m in ("tool", "model", "agent", NOT_A_STEP, "depends")]
+        rows.append(f"| `{vocabulary.key}` ({vocabulary.dialect}) | " + " | ".join(cells) + " |")
+    return rows

@@ -1,0 +1,58 @@
+"""Runs that could not be fully read: which passing checks no longer hold, and why.
+
+A span with GenAI evidence that yielded no complete step (``steps.Unreadable``) may hide a tool call,
+its arguments or the model's request for it, so a check that passed did so on part of the run. Such a
+check is reported ``skipped`` with the reason, a check that failed stays failed (a violation seen is a
+fact), and the ``unreadable_steps`` result lists the spans. The grader then gives the run the outcome
+``unverified`` instead of ``pass`` or ``pass_with_warnings``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from otel_traj.checks.base import skipped
+from otel_traj.steps import Unreadable
+from otel_traj.verdict import CheckResult
+
+NAME = "unreadable_steps"
+# Checks that read tool calls only: an agent span that could not be read (its input, answer or
+# usage) leaves them standing. A model span may hide the calls it requested: it leaves none.
+TOOLS_ONLY = frozenset(
+    {"arguments", "order", "postconditions", "relations", "repeats", "scope", "side_effects", "tools"}
+)
+_LISTED = 3
+
+
+def describe(step: Unreadable) -> str:
+    kind = f" ({step.expected})" if step.expected else ""
+    return f"span {step.step_id} {step.span_name!r}{kind}: {step.field}: {step.reason}"
+
+
+def unreadable_result(steps: Sequence[Unreadable]) -> CheckResult:
+    listed = "; ".join(describe(s) for s in steps[:_LISTED])
+    more = f"; and {len(steps) - _LISTED} more" if len(steps) > _LISTED else ""
+    noun = "span" if len(steps) == 1 else "spans"
+    return CheckResult(
+        name=NAME,
+        status="fail",
+        severity="info",
+        reason=f"{len(steps)} {noun} with GenAI evidence could not be read: {listed}{more}",
+        steps=tuple(s.step_id for s in steps),
+    )
+
+
+def unverified(checks: Sequence[CheckResult], steps: Sequence[Unreadable]) -> list[CheckResult]:
+    """``checks`` with the passes that the unreadable ``steps`` may have hidden a failure from
+    reported skipped, and the ``unreadable_steps`` result last."""
+    agents_only = all(s.expected == "agent" for s in steps)
+    noun = "span" if len(steps) == 1 else "spans"
+    reason = f"not verified: {len(steps)} {noun} of the run could not be read (see {NAME})"
+    result = [
+        skipped(c.name, c.severity, reason)
+        if c.status == "pass" and not (agents_only and c.name in TOOLS_ONLY)
+        else c
+        for c in checks
+    ]
+    result.append(unreadable_result(steps))
+    return result
