@@ -141,6 +141,15 @@ def bounded_value(value: Any, max_chars: int) -> Any:
     return clip_text(value, max_chars)
 
 
+def json_object_text(value: Any) -> bool:
+    """Whether ``value`` is text shaped as one JSON object: a key's value that is evidence of what a
+    span is only when well formed (a number or ``{"a": `` in its place is no evidence)."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    return text.startswith("{") and text.endswith("}")
+
+
 def as_name(value: Any) -> str | None:
     """A non-empty name given as text (a tool's, an agent's); a number or anything else is none."""
     return as_str(value) if isinstance(value, str) else None

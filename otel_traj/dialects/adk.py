@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects._base import loads
+from otel_traj.dialects._base import json_object_text, loads
 from otel_traj.dialects._messages import Output, assistant_output, last_user_text
 from otel_traj.dialects._usage import Usage, usage_from_json
 from otel_traj.spanview import SpanView
@@ -29,10 +29,11 @@ LLM_RESPONSE = "gcp.vertex.agent.llm_response"
 def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
     """ADK's own keys: tool arguments make a tool call; a model request a model call, or the agent
     when the operation says so."""
-    if TOOL_ARGS not in attrs and LLM_REQUEST not in attrs:
+    arguments = json_object_text(attrs.get(TOOL_ARGS))
+    if not arguments and not json_object_text(attrs.get(LLM_REQUEST)):
         return None
     operation = attrs.get("gen_ai.operation.name")
-    if TOOL_ARGS in attrs or operation == "execute_tool":
+    if arguments or operation == "execute_tool":
         return "tool"
     return "agent" if operation in ("invoke_agent", "invoke_workflow") else "model"
 

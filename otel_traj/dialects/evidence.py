@@ -26,7 +26,7 @@ from otel_traj.dialects import (
     semconv,
     traceloop,
 )
-from otel_traj.dialects._base import as_name, as_str, parse_json
+from otel_traj.dialects._base import PARSE_LIMIT, as_name, as_str, parse_json
 from otel_traj.dialects._messages import Output
 from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
 from otel_traj.dialects._usage import Usage, agent_usage, usage, usage_from_json
@@ -47,12 +47,14 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
         raise UnreadableField("tool name", "no source names the tool")
     if name in fields.NOT_TOOLS:
         return None
-    arguments, wrapper_id = unwrap_arguments(
-        first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars), max_chars
-    )
+    raw_arguments = first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars, _well_formed)
+    if raw_arguments is None:
+        # Only malformed values: the first is still what the span recorded (kept as text).
+        raw_arguments = first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars)
+    arguments, wrapper_id = unwrap_arguments(raw_arguments, max_chars)
     arguments = printed.python_literal(arguments, max_chars)
     result, message_id = _result(first_of(fields.TOOL_RESULT, view, attrs, max_chars), attrs, max_chars)
-    call_id = first_of(fields.TOOL_CALL_ID, view, attrs, max_chars) or wrapper_id or message_id
+    call_id = first_of(fields.TOOL_CALL_ID, view, attrs, max_chars, as_name) or wrapper_id or message_id
     failed, message = _dialect_failure(attrs, max_chars)
     return tool_call(
         view,
@@ -69,6 +71,19 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
         requested=agentops.is_request(view, attrs),
         served=view.kind == KIND_SERVER and attrs.get(semconv.MCP_METHOD) == semconv.MCP_TOOL_CALL,
     )
+
+
+def _well_formed(value: Any) -> Any:
+    """Arguments as a source may hold them: an object, or text that is not a broken JSON document.
+    A number, a list of strings or ``{"a": `` in a source of higher precedence is no evidence of
+    the arguments another source records whole."""
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, str):
+        return None
+    if value[:1] in ("{", "[") and len(value) <= PARSE_LIMIT and parse_json(value) is None:
+        return None
+    return value
 
 
 def _result(raw: Any, attrs: Mapping[str, Any], max_chars: int) -> tuple[Any, Any]:

@@ -38,11 +38,12 @@ _KINDS: dict[str, StepKind] = {
 
 def kind(name: Any, attrs: Mapping[str, Any]) -> StepKind | None:
     """The step a Haystack span records: by its attributes, else by its name."""
-    if TOOL_NAME in attrs:
+    # Haystack writes text: a value of another type is no evidence.
+    if isinstance(attrs.get(TOOL_NAME), str):
         return "tool"
-    if LLM_OUTPUT in attrs:
+    if isinstance(attrs.get(LLM_OUTPUT), str):
         return "model"
-    if RUN_INPUT in attrs:
+    if isinstance(attrs.get(RUN_INPUT), str):
         return "agent"
     return _KINDS.get(name) if isinstance(name, str) else None
 

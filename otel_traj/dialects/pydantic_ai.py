@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from otel_traj.dialects._base import loads
+from otel_traj.dialects._base import json_object_text, loads
 from otel_traj.dialects._messages import content_text, last_user_text_in
 from otel_traj.spanview import SpanView
 from otel_traj.steps import LazyText, StepKind
@@ -40,7 +40,7 @@ def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
     if name != TOOL_SPAN and _MARKERS.isdisjoint(attrs):
         return None
     operation = attrs.get("gen_ai.operation.name")
-    if operation == "execute_tool" or name == TOOL_SPAN or "tool_arguments" in attrs:
+    if operation == "execute_tool" or name == TOOL_SPAN or json_object_text(attrs.get("tool_arguments")):
         return "tool"
     if operation in ("invoke_agent", "invoke_workflow") or name == AGENT_SPAN or "final_result" in attrs:
         return "agent"
