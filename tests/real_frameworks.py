@@ -57,6 +57,10 @@ class Recorded:
     # `is_error`, Haystack's `error=True`); CrewAI's and the LiteLLM loops' requests carry no such flag
     # (the failure is only text), and OpenLLMetry's record of Anthropic's requests drops it.
     request_failures: bool = True
+    # Model spans per call: a client library's instrumentation under the framework's own records each
+    # call again, nested in the framework's model span (botocore's `chat` span in pydantic-ai's), with
+    # the same usage; the outer span holds the messages.
+    model_layers: int = 1
     # Tool spans per call: tools on an MCP server are also recorded by the MCP client's and the
     # server's `tools/call <name>` spans, nested in the framework's own.
     layers: int = 1
@@ -84,6 +88,7 @@ class Recorded:
 
 
 REAL = Path(__file__).parent / "fixtures" / "real"
+BEDROCK_CLAUDE = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 
 
 def run_files(framework: str, scenario: str, ext: str = "otlp.pb") -> list[Path]:
@@ -141,7 +146,7 @@ FRAMEWORKS: dict[str, Recorded] = {
     # record the model, usage and finish reasons only; the messages, the requested toolUse blocks and
     # the toolResult blocks sent back are GenAI events, log records in the chat span's context
     # (`<scenario>.logs.json`), read with the trace.
-    "bedrock_botocore": Recorded(model_name="anthropic.claude-3-5-sonnet-20240620-v1:0"),
+    "bedrock_botocore": Recorded(model_name=BEDROCK_CLAUDE),
     "beeai_openinference": speaking(
         "openinference",
         span_call_ids=False,
@@ -321,6 +326,15 @@ FRAMEWORKS: dict[str, Recorded] = {
     # the server's `tools/call <name>` SERVER span, both `gen_ai.operation.name=execute_tool`.
     "pydantic_ai_mcp": Recorded(agent="pydantic_ai", layers=3),
     "pydantic_ai_v1": Recorded(tool="pydantic_ai", agent="pydantic_ai"),
+    # pydantic-ai 2.x on Amazon Bedrock (`BedrockConverseModel` over a boto3 `bedrock-runtime` client),
+    # its own instrumentation: as `pydantic_ai`, with the provider named `bedrock` and the tool calls'
+    # arguments as objects in the chat spans' messages; nothing is left out.
+    "pydantic_ai_bedrock": Recorded(agent="pydantic_ai", model_name=BEDROCK_CLAUDE),
+    # The same agent with OpenTelemetry's contrib botocore instrumentation enabled too: each model call
+    # is also the botocore Bedrock Runtime extension's `chat <modelId>` span (`gen_ai.system=aws.bedrock`),
+    # a child of pydantic-ai's, with the same usage and finish reasons but no messages (content capture
+    # off by default); nothing is left out.
+    "pydantic_ai_bedrock_botocore": Recorded(agent="pydantic_ai", model_name=BEDROCK_CLAUDE, model_layers=2),
     # pydantic-ai 2.x with openinference-instrumentation-pydantic-ai's `OpenInferenceSpanProcessor`:
     # OpenInference attributes beside pydantic-ai's GenAI ones on the same spans (the span kind decides
     # the dialect); nothing is left out.
