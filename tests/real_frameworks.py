@@ -141,6 +141,14 @@ FRAMEWORKS: dict[str, Recorded] = {
     ),
     "agno_openinference": speaking("openinference", span_call_ids=False),
     "autogen_agentchat": Recorded(span_arguments=False, span_results=False, conversation=None),
+    # AutoGen core's runtime (SingleThreadedAgentRuntime(tracer_provider=...)) with a RoutedAgent running
+    # tool_agent_caller_loop against a ToolAgent, the agent's create_agent / invoke_agent spans opened
+    # with autogen-core's own helpers, the OpenAI client under opentelemetry-instrumentation-openai-v2:
+    # `execute_tool` spans name the tool and its call id but carry neither arguments nor result (the
+    # arguments only in the runtime's `message` attribute on the parent `autogen process` span, the
+    # results only in the next chat request); the conversation is only the agent's key
+    # (`gen_ai.agent.id`), not a conversation id.
+    "autogen_core": Recorded(span_arguments=False, span_results=False, conversation=None),
     # boto3 `bedrock-runtime` `converse` in a hand-written loop under OpenTelemetry's contrib botocore
     # instrumentation, the loop's invoke_agent / execute_tool spans from util-genai: the `chat` spans
     # record the model, usage and finish reasons only; the messages, the requested toolUse blocks and

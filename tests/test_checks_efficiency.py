@@ -89,6 +89,7 @@ def test_writes_are_never_merged_and_read_only_follows_the_policy() -> None:
     ("framework", "reason"),
     [
         ("autogen_agentchat", "arguments or results not captured"),
+        ("autogen_core", "arguments or results not captured"),
         ("crewai_traceloop", "arguments or results not captured"),
         ("semantic_kernel", "model turns not linked to tool calls, responses not recorded"),
     ],

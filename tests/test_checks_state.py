@@ -70,7 +70,7 @@ def test_a_result_about_another_subject_breaks_equals_argument(framework: str) -
     assert result.steps == (step_id(lookup),)
 
 
-@pytest.mark.parametrize("framework", ["autogen_agentchat", "crewai_traceloop", "openai_v2"])
+@pytest.mark.parametrize("framework", ["autogen_agentchat", "autogen_core", "crewai_traceloop", "openai_v2"])
 def test_postconditions_skipped_when_results_not_captured(framework: str) -> None:
     result = check_postconditions(without_results(real_run(framework)), POSTCONDITIONS)
     assert result.status == "skipped" and (
