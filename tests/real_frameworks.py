@@ -82,6 +82,10 @@ class Recorded:
     # The calls a response requested are spans of their own under the model call's (AgentOps'
     # `tool_call.<name>`), not attributes of the response: steps that record a request, not a run.
     request_spans: bool = False
+    # The model requests its calls as a program (smolagents' CodeAgent: a `Thought:` and a `<code>`
+    # block in the response text, run by the framework's Python interpreter): the responses hold code,
+    # not calls, and the calls are the tool spans opened as the code ran.
+    code_actions: bool = False
     # The resource of the instrumentation's own TracerProvider, when the generator cannot give it the
     # fixtures' `support-agent-<framework>` / `1.0.0` (AgentOps: `service.name=agentops`, no version).
     service: tuple[str, str | None] | None = None
@@ -351,6 +355,20 @@ FRAMEWORKS: dict[str, Recorded] = {
     "smolagents_openinference": speaking(
         "openinference",
         span_call_ids=False,
+        output_tool="final_answer",
+    ),
+    # smolagents' CodeAgent under the same instrumentation: the model answers with a `Thought:` and a
+    # `<code>` block that calls the tools as Python functions and ends the run with `final_answer(...)`.
+    # Every call the interpreter makes is a TOOL span with its arguments and result, but no response
+    # lists a call (the code is the response's text, finish reason `stop`), and no call id exists
+    # anywhere (smolagents' own `python_interpreter` pseudo-call per step, `call_<step>`, is only text
+    # in the next request).
+    "smolagents_code": speaking(
+        "openinference",
+        span_call_ids=False,
+        call_ids=False,
+        requested_calls=False,
+        code_actions=True,
         output_tool="final_answer",
     ),
     "strands": Recorded(),

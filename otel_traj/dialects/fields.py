@@ -112,6 +112,11 @@ TOOL_ARGUMENTS: tuple[Source, ...] = (
     attribute("ai.toolCall.input", note="Vercel AI SDK 5+"),
     attribute(adk.TOOL_ARGS, specified, note="Google ADK"),
     attribute(traceloop.ENTITY_INPUT, note="Traceloop"),
+    Source(
+        "`input.value` `args` named by `tool.parameters` (OpenInference: smolagents)",
+        openinference.positional_arguments,
+        trigger="tool.parameters",
+    ),
     attribute("input.value", note="OpenInference"),
     attribute(langfuse.INPUT, json_string, note="Langfuse"),
     Source(f"`{langsmith.INPUTS}` (LangSmith tool runs)", langsmith.tool_arguments, trigger=langsmith.INPUTS),

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from otel_traj.dialects import printed
-from otel_traj.dialects._base import clip_text, loads
+from otel_traj.dialects._base import clip_text, dumps, loads
 from otel_traj.dialects._messages import (
     ASSISTANT_ROLES,
     MAX_MESSAGES,
@@ -272,3 +272,29 @@ def parameters_arguments(value: Any) -> Any:
     """``tool.parameters`` as arguments when it holds the call's values, never a schema."""
     parsed = loads(value) if isinstance(value, str) else value
     return None if not isinstance(parsed, dict) or _is_schema(parsed) else parsed
+
+
+def positional_arguments(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """A call's positional arguments named by the tool's parameters, as a JSON object with its named
+    ones. A wrapper ``{"args": [...], "kwargs": {...}}`` in ``input.value`` (smolagents' ``Tool.__call__``,
+    beside its ``sanitize_inputs_outputs`` flag) keeps positional values without names, and code
+    calls tools positionally (a CodeAgent's ``final_answer("...")``, ``get_subscription("C023")``);
+    ``tool.parameters`` lists the tool's parameters in order, as a name → schema map (smolagents'
+    ``inputs``) or a JSON schema's ``properties``. None when nothing is positional or the parameters
+    cannot name every value."""
+    value = attrs.get("input.value")
+    if not isinstance(value, str) or not value.startswith('{"args": [') or value.startswith('{"args": []'):
+        return None
+    data = loads(value)
+    parameters = loads(attrs.get("tool.parameters"))
+    if not isinstance(data, dict) or not isinstance(parameters, dict) or not _is_schema(parameters):
+        return None
+    args, kwargs = data.get("args"), data.get("kwargs") or {}
+    properties = parameters.get("properties") if "properties" in parameters else parameters
+    if not isinstance(args, list) or not isinstance(kwargs, dict) or not isinstance(properties, dict):
+        return None
+    others = (v for k, v in data.items() if k not in ("args", "kwargs"))
+    names = [name for name in properties if name not in kwargs]
+    if len(args) > len(names) or not all(v is None or isinstance(v, bool) for v in others):
+        return None
+    return dumps({**dict(zip(names, args, strict=False)), **kwargs})
