@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from otel_traj.adapters.files import read_trace_inputs
-from otel_traj.dialects import dspy, to_step
+from otel_traj.dialects import dspy, react, to_step
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 from tests.real_frameworks import FRAMEWORKS, Recorded, is_call_id, run_files
 
@@ -147,6 +147,11 @@ def test_model_calls_count_tokens_once(stem: Path) -> None:
         assert last.output_text and dspy.answer(last.output_text) == facts["final_answer"]
         assert not last.requested_tools
         assert any(r.name == recorded.output_tool for m in models for r in m.requested_tools)
+    elif recorded.react_text:
+        # The last response is the ReAct scaffold (`Thought: … Answer: …`) around the answer.
+        assert last.output_text and last.output_text != facts["final_answer"]
+        assert react.answer(last.output_text) == facts["final_answer"]
+        assert not last.requested_tools
     elif recorded.output_tool:
         [answer] = last.requested_tools
         assert answer.name == recorded.output_tool
