@@ -13,7 +13,7 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from otel_traj.dialects import dspy
+from otel_traj.dialects import dspy, react
 from otel_traj.dialects._base import dumps, parse_json
 from otel_traj.records import TraceContext, nonempty_str
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, Unreadable, span_hex
@@ -444,13 +444,15 @@ def _output_text(call: ToolCall) -> str | None:
 
 def _final_answer(top: list[AgentRun], models: list[ModelCall], outputs: list[ToolCall]) -> str | None:
     """The answer, from the first of: the outermost agent span's output (never an object's repr);
-    the text of the last model call, when it asked for no more tools; the arguments of the last
-    structured-output call (``final_result``, ``final_answer``)."""
+    the text of the last model call, when it asked for no more tools (the answer of a DSPy or ReAct
+    scaffold, not the scaffold); the arguments of the last structured-output call (``final_result``,
+    ``final_answer``)."""
     answer = _first(_answer_text(a.output_text) for a in top)
     if answer is None and models:
         last = models[-1]
         if not any(not _is_output_tool(r.name) for r in last.requested_tools):
-            answer = dspy.answer(last.output_text) if last.output_text is not None else None
+            text = last.output_text
+            answer = react.answer(dspy.answer(text)) if text is not None else None
     if answer is None and outputs:
         answer = _output_text(outputs[-1])
     return answer

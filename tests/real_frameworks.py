@@ -68,6 +68,10 @@ class Recorded:
     result_key: str | None = None
     # The model answers in DSPy ChatAdapter sections: the requested call and the answer are text.
     adapter_sections: bool = False
+    # The model answers in ReAct's text format (LlamaIndex's ReActAgent): each response requests one
+    # call as `Action:` / `Action Input:` text, and the last one is the `Thought: … Answer: …`
+    # scaffold around the answer.
+    react_text: bool = False
     # Agent spans a framework writes for something else than the agent (OpenLIT: LangGraph's nodes).
     node_agents: tuple[str, ...] = ()
     # Usage on an agent span is the run's total (OpenLIT's root span repeats the last call's).
@@ -264,6 +268,22 @@ FRAMEWORKS: dict[str, Recorded] = {
     ),
     "llamaindex_openinference": Recorded(
         tool="openinference", model="openinference", agent=None, span_call_ids=False, conversation="trace"
+    ),
+    # LlamaIndex's ReActAgent under the same instrumentation: no native tool calls, the model asks for
+    # one call per response in ReAct's text (`Action:` / `Action Input:`, no call id anywhere: the
+    # agent's own uuids are only in the CHAIN steps' Python reprs) and answers in a `Thought: …
+    # Answer: …` scaffold; the tool results go back as `Observation: …` user messages. Tool spans
+    # `FunctionTool.acall` record the arguments and results; the root `ReActAgent.run` (CHAIN, no
+    # agent span) records the returned answer only inside a `StopEvent(...)` repr cut after 200
+    # characters (the whole answer: the `ReActOutputParser.parse` span's JSON `response`).
+    "llamaindex_react": Recorded(
+        tool="openinference",
+        model="openinference",
+        agent=None,
+        span_call_ids=False,
+        call_ids=False,
+        conversation="trace",
+        react_text=True,
     ),
     # LlamaIndex's own OpenTelemetry integration (`llama-index-observability-otel`, the agent with
     # `streaming=False`): spans `<class>.<method>` whose only attributes are LlamaIndex's instrument tags,

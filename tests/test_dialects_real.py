@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from otel_traj.adapters.files import read_trace_inputs
-from otel_traj.dialects import dspy, to_step
+from otel_traj.dialects import dspy, react, to_step
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 from tests.real_frameworks import FRAMEWORKS, Recorded, is_call_id, run_files
 
@@ -164,6 +164,11 @@ def test_model_calls_count_tokens_once(stem: Path) -> None:
         # The last response is code that hands the answer to the output tool (`final_answer("...")`).
         assert last.output_text and f"{recorded.output_tool}(" in last.output_text
         assert facts["final_answer"] in last.output_text
+    elif recorded.react_text:
+        # The last response is the ReAct scaffold (`Thought: … Answer: …`) around the answer.
+        assert last.output_text and last.output_text != facts["final_answer"]
+        assert react.answer(last.output_text) == facts["final_answer"]
+        assert not last.requested_tools
     elif recorded.output_tool:
         [answer] = last.requested_tools
         assert answer.name == recorded.output_tool

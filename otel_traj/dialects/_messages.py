@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_traj.dialects._base import as_str, clip_text, dumps, loads
+from otel_traj.dialects.react import is_observation
 from otel_traj.steps import RequestedTool
 
 # ``raw_decode`` reads one message out of a longer list without parsing the rest.
@@ -142,13 +143,14 @@ def _last_text(messages: list[Any], roles: frozenset[str], max_chars: int) -> st
             message = _unwrap(message)
             if _speaker(message) in roles:
                 text = _text(message)
-                if text:
+                if text and (roles is not _USER_ROLES or not is_observation(text)):
                     return clip_text(text, max_chars)
     return None
 
 
 def last_user_text(messages: list[Any], max_chars: int) -> str | None:
-    """Text of the last user message that has text (tool results sent as user turns are skipped)."""
+    """Text of the last user message that has text (tool results sent as user turns are skipped:
+    without text, or as a ReAct observation)."""
     return _last_text(messages, _USER_ROLES, max_chars)
 
 
@@ -181,7 +183,7 @@ def last_user_text_in(value: Any, max_chars: int) -> str | None:
         if isinstance(message, dict):
             message = _unwrap(message)
             text = _text(message) if _speaker(message) in _USER_ROLES else None
-            if text:
+            if text and not is_observation(text):
                 return clip_text(text, max_chars)
         end = start
     return last_user_text(as_messages(value), max_chars)

@@ -23,6 +23,7 @@ from otel_traj.dialects import (
     mlflow,
     openinference,
     printed,
+    react,
     semconv,
     traceloop,
 )
@@ -173,7 +174,7 @@ def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         if printed_message is not None:
             text, requested = printed_message
         else:
-            requested = dspy.requested_tools(text)
+            requested = dspy.requested_tools(text) or react.requested_tools(text)
     input_text = first_of(fields.MODEL_INPUT, view, attrs, max_chars)
     if isinstance(input_text, str):
         input_text = dspy.user_message(input_text)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from otel_traj.dialects import printed
+from otel_traj.dialects import printed, react
 from otel_traj.dialects._base import clip_text, dumps, loads
 from otel_traj.dialects._messages import (
     ASSISTANT_ROLES,
@@ -70,7 +70,8 @@ def _message_text(attrs: Mapping[str, Any], prefix: str) -> Any:
 
 
 def flat_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
-    """Last user text of ``llm.input_messages.N.message.*`` (contiguous indices from 0)."""
+    """Last user text of ``llm.input_messages.N.message.*`` (contiguous indices from 0); a ReAct
+    observation (a tool's result sent as a user message) is not the user's."""
     found: Any = None
     for index in range(MAX_MESSAGES):
         prefix = f"llm.input_messages.{index}.message."
@@ -79,7 +80,7 @@ def flat_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str 
             break
         if role == "user":
             text = _message_text(attrs, prefix)
-            found = text if text is not None else found
+            found = text if text is not None and not react.is_observation(text) else found
     return clip_text(found, max_chars)
 
 
