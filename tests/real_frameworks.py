@@ -93,6 +93,15 @@ class Recorded:
     # The resource of the instrumentation's own TracerProvider, when the generator cannot give it the
     # fixtures' `support-agent-<framework>` / `1.0.0` (AgentOps: `service.name=agentops`, no version).
     service: tuple[str, str | None] | None = None
+    # Calls that run another agent (the OpenAI Agents SDK's handoff tool `transfer_to_<agent>`, tools
+    # made with `Agent.as_tool`): tool calls of the trajectory beside the scenario's, held to facts.json's
+    # `agent_calls` (every call with the agent that made it) rather than its `tool_calls`. The agents a
+    # run hands over to or runs as tools are facts.json's `agents`, and their model calls get the
+    # input the calling agent gave them, not the user's message.
+    agent_calls: tuple[str, ...] = ()
+    # Those of them that no tool span names (the SDK's handoff span `handoff to <agent>` names the
+    # two agents, not the tool or the call): the trajectory has them from the model's request only.
+    unnamed_calls: tuple[str, ...] = ()
 
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -315,6 +324,19 @@ FRAMEWORKS: dict[str, Recorded] = {
     # with their plugin namespace (`openai/gpt-4o-mini`).
     "genkit": speaking("genkit", span_call_ids=False, model_name="openai/gpt-4o-mini"),
     "openai_agents": speaking("openinference", span_call_ids=False),
+    # The same instrumentation on three agents: `triage_agent` hands over to `support_agent`, which runs
+    # `billing_agent` as its tool `ask_billing`. Every agent is an AGENT span (`agent.name`), the
+    # as_tool run nested in the `ask_billing` TOOL span; the handoff is a TOOL span `handoff to
+    # support_agent` without `tool.name` or call id (input.value / output.value: the two agents' names);
+    # the trace's root AGENT span is named after `RunConfig.workflow_name` (`customer_support`), not
+    # after the starting agent; tool spans carry no call id.
+    "openai_agents_handoffs": speaking(
+        "openinference",
+        span_call_ids=False,
+        agent_alias="customer_support",
+        agent_calls=("transfer_to_support_agent", "ask_billing"),
+        unnamed_calls=("transfer_to_support_agent",),
+    ),
     # OpenLIT (`openlit.init`) on the OpenAI Agents SDK: its tool spans carry no call id (the ids are
     # on the `chat` spans' requested calls).
     "openai_agents_openlit": Recorded(span_call_ids=False),

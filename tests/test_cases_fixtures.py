@@ -33,6 +33,12 @@ def _trajectory(framework: str, scenario: str) -> Trajectory:
     return trajectory
 
 
+def _observed_agent_calls(framework: str) -> list[str]:
+    """The calls that run another agent (handoffs, agents as tools) that tool spans record."""
+    recorded = FRAMEWORKS_RECORD[framework]
+    return [name for name in recorded.agent_calls if name not in recorded.unnamed_calls]
+
+
 def test_fixtures_present() -> None:
     assert len(FRAMEWORKS) >= 8
 
@@ -51,8 +57,13 @@ def test_clean_run_passes_the_refund_case(framework: str, tmp_path: Path) -> Non
         # No tool spans: the case sees no executed call (the requests alone prove nothing ran).
         assert dict(failed)["case.trajectory_match"].startswith("strict: 0/3 expected calls matched; missing")
         return
-    assert not failed
-    assert result.passed and result.match.score == 1.0
+    # A call that runs another agent and has a tool span is a call the case does not expect.
+    extra = _observed_agent_calls(framework)
+    assert {name for name, _ in failed} == (
+        {"case.trajectory_match", "case.tool_selection"} if extra else set()
+    )
+    assert all(any(name in reason for name in extra) for _, reason in failed)
+    assert result.passed == (not extra) and result.match.score == pytest.approx(3 / (3 + len(extra)))
     p = recorded.tool_prefix
     assert [pair.name for pair in result.match.pairs] == [
         p + "get_subscription",
@@ -65,7 +76,7 @@ def test_clean_run_passes_the_refund_case(framework: str, tmp_path: Path) -> Non
     assert statuses["case.result_utilization"] == "pass"
     assert statuses["case.error_recovery"] == "pass"
     assert statuses["case.task_completion"] == "pass"
-    assert report.cases[0].pass_hat_k
+    assert report.cases[0].pass_hat_k == (not extra)
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -80,7 +91,7 @@ def test_violating_run_fails_the_refund_case(framework: str, tmp_path: Path) -> 
     if recorded.tool is None:
         assert result.match.score == 0.0
         return
-    assert result.match.score == pytest.approx(3 / 5)
+    assert result.match.score == pytest.approx(3 / (5 + len(_observed_agent_calls(framework))))
     assert checks["case.plan_coherence"].status == "fail"
     p = recorded.tool_prefix
     assert f"repeated identical call {p}get_subscription" in checks["case.plan_coherence"].reason
@@ -91,7 +102,7 @@ def test_violating_run_fails_the_refund_case(framework: str, tmp_path: Path) -> 
     [step] = extraction.steps
     assert calls[step].name == p + "list_invoices"
     facts = json.loads((REAL / framework / "violating.facts.json").read_text())
-    assert len(result.match.calls) == len(facts["tool_calls"])
+    assert len(result.match.calls) == len(facts["tool_calls"]) + len(_observed_agent_calls(framework))
 
 
 def test_runs_of_several_frameworks_count_as_k_runs_of_one_case(refund_case: GoldenCase) -> None:

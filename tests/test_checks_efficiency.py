@@ -17,8 +17,14 @@ POLICY = example_policy().agents["support_agent"]
 assert POLICY.tools is not None
 TOOLS: Tools = POLICY.tools
 # Semantic Kernel records no model responses and Mastra none of the calls a response requested: their
-# turns that requested tools show neither a call nor text.
-JUDGED = sorted(name for name in set(WITH_RESULTS) - {"semantic_kernel"} if FRAMEWORKS[name].requested_calls)
+# turns that requested tools show neither a call nor text. Runs of several agents are left out: the
+# check takes their turns for one agent's (support_agent's first lookups "could have run" in the triage
+# agent's turn, whose only tool was the handoff).
+JUDGED = sorted(
+    name
+    for name in set(WITH_RESULTS) - {"semantic_kernel"}
+    if FRAMEWORKS[name].requested_calls and not FRAMEWORKS[name].agent_calls
+)
 
 
 @pytest.mark.parametrize("framework", JUDGED)

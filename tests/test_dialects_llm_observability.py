@@ -179,6 +179,41 @@ def test_openinference_tool_messages_without_ids_take_them_from_input_value() ->
     assert as_model(to_step(view)).tool_results == (("call_1", "42"),)
 
 
+def test_openinference_calls_without_arguments_take_them_from_output_value() -> None:
+    # openinference-instrumentation-openai-agents leaves `tool_call.function.arguments` out of the
+    # flattened response when a call's arguments are `{}` (the SDK's handoff tool); `output.value`
+    # keeps the response's messages whole.
+    response = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "transfer_to_b", "arguments": "{}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
+        ],
+    }
+    attributes = {
+        "openinference.span.kind": "LLM",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_1",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "transfer_to_b",
+        "llm.output_messages.0.message.tool_calls.1.tool_call.id": "call_2",
+        "llm.output_messages.0.message.tool_calls.1.tool_call.function.name": "f",
+        "llm.output_messages.0.message.tool_calls.1.tool_call.function.arguments": '{"x": 1}',
+        "output.value": json.dumps([response]),
+        "output.mime_type": "application/json",
+    }
+    model = as_model(to_step(record("generation", attributes)))
+    assert model.requested_tools == (
+        RequestedTool(name="transfer_to_b", call_id="call_1", arguments_text="{}"),
+        RequestedTool(name="f", call_id="call_2", arguments_text='{"x": 1}'),
+    )
+    # Without `output.value`, or when it names other calls, the flattened calls stay as they are.
+    flattened = {k: v for k, v in attributes.items() if not k.startswith("output.")}
+    for other in ({}, {"output.value": json.dumps([response | {"tool_calls": []}])}):
+        model = as_model(to_step(record("generation", {**flattened, **other})))
+        assert model.requested_tools[0] == RequestedTool(name="transfer_to_b", call_id="call_1")
+
+
 def test_litellm_calls_recorded_as_indexed_function_calls_beside_semconv_reasons() -> None:
     # LiteLLM's OpenTelemetry logger: `gen_ai.output.messages` keeps only the finish reason of a
     # response with calls; the calls are `gen_ai.completion.N.function_call.*`, one per call, no ids.

@@ -77,7 +77,8 @@ def test_tool_calls_match_what_the_tools_executed(stem: Path) -> None:
         assert tools == []
         return
     names = [recorded.tool_prefix + c["name"] for c in facts["tool_calls"]]
-    executed = [t for t in tools if t.name != recorded.output_tool]
+    # Calls that run another agent are held to facts' `agent_calls` (test_agent_calls_match_the_agents).
+    executed = [t for t in tools if t.name != recorded.output_tool and t.name not in recorded.agent_calls]
     if recorded.layers > 1:
         # The MCP client's and server's spans of each call carry neither its arguments nor its id.
         layers = [t for t in executed if not t.call_id]
@@ -149,7 +150,9 @@ def test_model_calls_count_tokens_once(stem: Path) -> None:
     assert per_call == [(u["input_tokens"], u["output_tokens"]) for u in expected]
     assert all(m.model == recorded.model_name for m in models)
     if recorded.requests:
-        assert all(m.input_text and USER_MESSAGE in m.input_text for m in models)
+        # An agent run as a tool is asked what the calling agent gave it, not the user's message.
+        asked = {USER_MESSAGE} | {text for text, _ in _agent_tool_inputs(facts, recorded)}
+        assert all(m.input_text and any(text in m.input_text for text in asked) for m in models)
     else:
         assert all(m.input_text is None for m in models)
     last = models[-1]
@@ -205,7 +208,9 @@ def test_requested_tools_match_executed_calls(stem: Path) -> None:
         RequestedTool(name=s.name, call_id=s.call_id, arguments_text=json.dumps(_span_arguments(s)))
         for s in spans
     ]
-    requests = [r for r in recorded_requests if r.name != recorded.output_tool]
+    requests = [
+        r for r in recorded_requests if r.name != recorded.output_tool and r.name not in recorded.agent_calls
+    ]
     expected = Counter(
         _key(recorded.tool_prefix + c["name"], c["arguments"], True) for c in facts["tool_calls"]
     )
@@ -252,8 +257,10 @@ def test_agent_run_and_dialects(stem: Path) -> None:
         agent = recorded.agent_alias or facts["agent_name"]
         assert named[:1] == ([agent] if recorded.agent_named else [])
         names = {a.agent_name for a in agents if not a.workflow}  # a workflow names the pipeline
-        assert names <= {agent, None, recorded.output_tool, *recorded.node_agents}
-        assert names >= set(recorded.node_agents)
+        # A run of several agents (handoffs, agents run as tools) names each of them.
+        others = set(facts.get("agents", ()))
+        assert names <= {agent, None, recorded.output_tool, *recorded.node_agents, *others}
+        assert names >= {*recorded.node_agents, *others}
         assert {s.dialect for s in agents} >= {recorded.agent}
     conversations = {a.conversation_id for a in agents} - {None}
     assert conversations == ({facts["conversation_id"]} if recorded.conversation == "agent" else set())
@@ -270,6 +277,40 @@ def test_agent_run_and_dialects(stem: Path) -> None:
         {recorded.tool} if recorded.tool else set()
     )
     assert {s.dialect for s in steps if isinstance(s, ModelCall)} == {recorded.model}
+
+
+def _agent_tool_inputs(facts: dict[str, Any], recorded: Recorded) -> list[tuple[str, str]]:
+    """``(input, agent)`` of each call that ran an agent as a tool (not a handoff: the agent handed
+    over to gets the conversation)."""
+    calls = [c for c in facts.get("agent_calls", ()) if c["tool"] in recorded.agent_calls]
+    return [(json.loads(c["arguments"])["input"], c["tool"]) for c in calls if "handoff" not in c]
+
+
+@pytest.mark.parametrize("stem", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_agent_calls_match_the_agents(stem: Path) -> None:
+    """Handoffs and agents run as tools: each is a tool span (unless declared unnamed) and a call the
+    model requested, with the arguments and call id the agents' calls in facts.json have."""
+    facts, recorded = _facts(stem), _recorded(stem)
+    expected = [c for c in facts.get("agent_calls", ()) if c["tool"] in recorded.agent_calls]
+    assert {c["tool"] for c in expected} == set(recorded.agent_calls)
+    assert set(recorded.unnamed_calls) <= set(recorded.agent_calls)
+    steps = _steps(stem)
+    spans = [s for s in steps if isinstance(s, ToolCall) and s.name in recorded.agent_calls]
+    named = [c for c in expected if c["tool"] not in recorded.unnamed_calls]
+    assert [(s.name, _span_arguments(s), s.observed) for s in spans] == [
+        (c["tool"], json.loads(c["arguments"]), True) for c in named
+    ]
+    assert all(s.result == c["result"] for s, c in zip(spans, named, strict=True) if "result" in c)
+    requested = [
+        r
+        for s in steps
+        if isinstance(s, ModelCall)
+        for r in s.requested_tools
+        if r.name in recorded.agent_calls
+    ]
+    assert [(r.name, r.call_id, json.loads(r.arguments_text or "null")) for r in requested] == [
+        (c["tool"], c["call_id"], json.loads(c["arguments"])) for c in expected
+    ]
 
 
 def test_every_framework_is_covered() -> None:

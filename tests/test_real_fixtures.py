@@ -58,6 +58,12 @@ def _in_facts_order(calls: list[ToolCall], fact: dict[str, Any]) -> list[ToolCal
     return calls
 
 
+def scenario_calls(framework: str, calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls of the scenario's tools: without those that run another agent (handoffs, agents run
+    as tools), which ``test_agent_calls`` holds to facts.json's ``agent_calls``."""
+    return [c for c in calls if c.name not in FRAMEWORKS[framework].agent_calls]
+
+
 def test_every_framework_has_fixtures() -> None:
     frameworks = {f for f, _ in CASES}
     assert frameworks == set(FRAMEWORKS)
@@ -94,7 +100,7 @@ def test_tool_sequence_arguments_and_outcomes(framework: str, scenario: str) -> 
     fact = facts(framework, scenario)
     recorded = FRAMEWORKS[framework]
     expected = fact["tool_calls"]
-    calls = _in_facts_order(load(framework, scenario).tool_calls, fact)
+    calls = _in_facts_order(scenario_calls(framework, load(framework, scenario).tool_calls), fact)
     assert [c.name for c in calls] == [recorded.tool_prefix + e["name"] for e in expected]
     for call, exp in zip(calls, expected, strict=True):
         # Every call's arguments are the dict the tool received: from its span, else the request;
@@ -196,10 +202,33 @@ def test_failed_tool_carries_its_error(framework: str, scenario: str) -> None:
 @pytest.mark.parametrize("framework", sorted({f for f, _ in CASES}))
 def test_parallel_calls_are_marked(framework: str) -> None:
     fact = facts(framework, "clean")
-    calls = load(framework, "clean").tool_calls
+    calls = scenario_calls(framework, load(framework, "clean").tool_calls)
     overlap = bool(fact["parallel_tool_spans_overlap"])
     assert [c.parallel for c in calls[:2]] == [overlap, overlap]
     assert not any(c.parallel for c in calls[2:])
+
+
+@pytest.mark.parametrize(("framework", "scenario"), CASES)
+def test_agent_calls(framework: str, scenario: str) -> None:
+    """Handoffs and agents run as tools are tool calls of the run: in order, with their arguments,
+    call ids and results (an agent tool's result is the answer of the agent it ran); those no tool span
+    names are the model's requests only. The run's agents are agent runs of the trajectory."""
+    fact = facts(framework, scenario)
+    recorded = FRAMEWORKS[framework]
+    t = load(framework, scenario)
+    expected = [c for c in fact.get("agent_calls", ()) if c["tool"] in recorded.agent_calls]
+    calls = [c for c in t.tool_calls if c.name in recorded.agent_calls]
+    assert [(c.name, c.call_id, _norm(c.arguments)) for c in calls] == [
+        (e["tool"], e["call_id"], _norm(json.loads(e["arguments"]))) for e in expected
+    ]
+    for call, exp in zip(calls, expected, strict=True):
+        assert call.ok and call.result
+        assert call.observed == (call.name not in recorded.unnamed_calls)
+        assert call.arguments_source == ("execution" if call.observed else "request")
+        if "result" in exp:
+            assert call.result == exp["result"]
+    # Every agent that ran is an agent run (the trajectory names the run after the workflow).
+    assert {a.agent_name for a in t.agent_runs} >= set(fact.get("agents", ()))
 
 
 @pytest.mark.parametrize(("framework", "scenario"), CASES)

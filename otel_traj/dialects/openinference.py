@@ -134,18 +134,24 @@ def flat_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Out
         if isinstance(text, str) and text:
             texts.append(text)
         tools += indexed_tool_calls(attrs, prefix + "tool_calls.", _FLAT_CALL_KEYS, max_chars)
-    if any(tool.call_id is None for tool in tools) and "output.value" in attrs:
-        tools = _with_ids(tools, value_output(view, attrs, max_chars))
+    incomplete = any(tool.call_id is None or tool.arguments_text is None for tool in tools)
+    if incomplete and "output.value" in attrs:
+        tools = _completed(tools, value_output(view, attrs, max_chars))
     return clip_text("\n".join(texts), max_chars) if texts else None, tuple(tools), ()
 
 
-def _with_ids(tools: list[RequestedTool], other: Output | None) -> list[RequestedTool]:
-    """``tools`` with the call ids ``output.value`` gives the same calls (Haystack's flattened messages
-    leave them out, its printed replies keep them): joined only when both name the same calls."""
+def _completed(tools: list[RequestedTool], other: Output | None) -> list[RequestedTool]:
+    """``tools`` with the call ids and arguments ``output.value`` gives the same calls where the
+    flattened messages leave them out (Haystack's drop the ids, its printed replies keep them; the
+    OpenAI Agents instrumentation drops a call's empty arguments ``{}``): joined only when both name
+    the same calls."""
     found = other[1] if other is not None else ()
     if [t.name for t in found] != [t.name for t in tools]:
         return tools
-    return [replace(t, call_id=t.call_id or o.call_id) for t, o in zip(tools, found, strict=True)]
+    return [
+        replace(t, call_id=t.call_id or o.call_id, arguments_text=t.arguments_text or o.arguments_text)
+        for t, o in zip(tools, found, strict=True)
+    ]
 
 
 def _messages_of(value: Any) -> list[Any]:
