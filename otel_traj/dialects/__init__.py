@@ -17,6 +17,7 @@ from typing import Any
 from otel_traj.dialects import (
     adk,
     agentops,
+    any_agent,
     genkit,
     haystack,
     langfuse,
@@ -170,6 +171,9 @@ def _classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
         return ("agent" if logfire.is_agent(attrs) else "model"), logfire.DIALECT
     if view.name == pydantic_ai.TOOL_SPAN or not _PYDANTIC_MARKERS.isdisjoint(attrs):
         return _pydantic_kind(view, attrs, operation)
+    found = any_agent.kind(operation, attrs)
+    if found is not None:
+        return found, any_agent.DIALECT
     if isinstance(operation, str):
         found = _SEMCONV_KINDS.get(operation)
         return (found, semconv.DIALECT) if found is not None else None
