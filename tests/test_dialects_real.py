@@ -135,7 +135,10 @@ def test_model_calls_count_tokens_once(stem: Path) -> None:
     per_call = [(m.input_tokens, m.output_tokens) for m in models]
     assert per_call == [(u["input_tokens"], u["output_tokens"]) for u in expected]
     assert all(m.model == recorded.model_name for m in models)
-    if recorded.requests:
+    if recorded.first_request_only:
+        assert models[0].input_text and USER_MESSAGE in models[0].input_text
+        assert all(m.input_text is None for m in models[1:])
+    elif recorded.requests:
         assert all(m.input_text and USER_MESSAGE in m.input_text for m in models)
     else:
         assert all(m.input_text is None for m in models)
