@@ -31,6 +31,9 @@ class Recorded:
     # model spans.
     responses: bool = True
     requests: bool = True
+    # Only the first model call of a run records its request (any-agent sets `gen_ai.input.messages`
+    # once per trace): the later requests, and the results they send back, are recorded nowhere.
+    first_request_only: bool = False
     # The responses on the model spans list the calls the model requested (Mastra's chat spans record
     # the text only; the calls are only in its own `mastra.model_step.output` on the step span).
     requested_calls: bool = True
@@ -432,6 +435,22 @@ FRAMEWORKS: dict[str, Recorded] = {
     # `tool_call.<name>` with their ids; tool spans carry no call id; the conversation id is trace
     # metadata on the session span (`trace.metadata.conversation_id`); AgentOps' resource names no
     # service of ours and no version.
+    # mozilla-ai's any-agent (its `tinyagent` loop), traced by any-agent's own spans: `invoke_agent
+    # [<name>]`, `call_llm <model>` (`gen_ai.operation.name=call_llm`, a value of its own) and
+    # `execute_tool <name>`, with its own keys beside the conventions': the tool's arguments in
+    # `gen_ai.tool.args`, results and model responses in `gen_ai.output` (a response's calls as a
+    # JSON list of `{"tool.name", "tool.args"}`). No call id anywhere (neither on the tool spans nor
+    # in the responses, and the requests that would repeat them are not recorded: only the first
+    # model call records its input), and no conversation id (any-agent has no session or metadata).
+    "any_agent": Recorded(
+        tool="any_agent",
+        model="any_agent",
+        span_call_ids=False,
+        call_ids=False,
+        response_call_ids=False,
+        first_request_only=True,
+        conversation=None,
+    ),
     "agentops_openai": Recorded(
         tool="agentops",
         agent="agentops",

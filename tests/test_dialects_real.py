@@ -149,7 +149,10 @@ def test_model_calls_count_tokens_once(stem: Path) -> None:
     per_call = [(m.input_tokens, m.output_tokens) for m in models]
     assert per_call == [(u["input_tokens"], u["output_tokens"]) for u in expected]
     assert all(m.model == recorded.model_name for m in models)
-    if recorded.requests:
+    if recorded.first_request_only:
+        assert models[0].input_text and USER_MESSAGE in models[0].input_text
+        assert all(m.input_text is None for m in models[1:])
+    elif recorded.requests:
         # An agent run as a tool is asked what the calling agent gave it, not the user's message.
         asked = {USER_MESSAGE} | {text for text, _ in _agent_tool_inputs(facts, recorded)}
         assert all(m.input_text and any(text in m.input_text for text in asked) for m in models)

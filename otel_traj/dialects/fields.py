@@ -16,6 +16,7 @@ from typing import Any
 from otel_traj.dialects import (
     adk,
     agentops,
+    any_agent,
     dspy,
     genkit,
     haystack,
@@ -107,6 +108,7 @@ TOOL_CALL_ID: tuple[Source, ...] = (
 )
 TOOL_ARGUMENTS: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.arguments"),
+    attribute(any_agent.TOOL_ARGS, note="any-agent"),
     attribute("tool_arguments", note="pydantic-ai 1.x"),
     attribute("ai.toolCall.args", note="Vercel AI SDK"),
     attribute("ai.toolCall.input", note="Vercel AI SDK 5+"),
@@ -136,6 +138,7 @@ TOOL_ARGUMENTS: tuple[Source, ...] = (
 )
 TOOL_RESULT: tuple[Source, ...] = (
     attribute("gen_ai.tool.call.result"),
+    attribute(any_agent.OUTPUT, note="any-agent"),
     attribute("tool_response", note="pydantic-ai 1.x"),
     attribute("ai.toolCall.result", note="Vercel AI SDK"),
     attribute("ai.toolCall.output", note="Vercel AI SDK 5+"),
@@ -210,6 +213,7 @@ MODEL_OUTPUT: tuple[Source, ...] = (
     Source(f"`{haystack.LLM_OUTPUT}` (Haystack)", haystack.output, trigger=haystack.LLM_OUTPUT),
     Source(f"`{mlflow.OUTPUTS}` (MLflow)", mlflow.response_output, trigger=mlflow.OUTPUTS),
     Source(f"`{genkit.OUTPUT}` (Genkit)", genkit.response_output, trigger=genkit.OUTPUT),
+    Source(f"`{any_agent.OUTPUT}` (any-agent)", any_agent.response_output, trigger=any_agent.OUTPUT),
     Source(
         f"event `{llamaindex.CHAT_END}` → `response.message.blocks` / `response.raw.choices` "
         "(LlamaIndex's own integration)",

@@ -31,17 +31,30 @@ from otel_traj.dialects._messages import (
     last_user_text_in,
 )
 from otel_traj.dialects._results import MAX_RESULTS, ToolResults, failures_of, results_of
-from otel_traj.dialects.vocabulary import Vocabulary, not_steps
+from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Vocabulary, not_steps
 from otel_traj.spanview import SpanView
 from otel_traj.steps import RequestedTool
 
 DIALECT = "openinference"
 KIND = "openinference.span.kind"
+# The OpenAI Agents SDK's handoff: a TOOL span ``handoff to <agent>`` with no tool name, whose input
+# and output are the two agents' names. It records the transfer, not a tool's execution: the call is
+# the one the model requested (``transfer_to_<agent>``), read from the response.
+HANDOFF_PREFIX = "handoff to "
+
+
+def _tool(view: SpanView, attrs: Mapping[str, Any]) -> Meaning:
+    name = view.name
+    if isinstance(name, str) and name.startswith(HANDOFF_PREFIX) and "tool.name" not in attrs:
+        return NOT_A_STEP
+    return "tool"
+
+
 VOCABULARY = Vocabulary(
     KIND,
     DIALECT,
     {
-        "TOOL": "tool",
+        "TOOL": _tool,
         "LLM": "model",
         "AGENT": "agent",
         **not_steps(("CHAIN", "RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR", "PROMPT")),

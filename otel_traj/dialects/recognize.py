@@ -6,7 +6,8 @@ Evidence, strongest first:
    ``execute_tool``, ``chain``; see ``vocabulary``). Vendors' keys come before
    ``gen_ai.operation.name``, which several vendors also set.
 2. **Recognizers**: a vendor's own keys or span names where it has no kind key (Google ADK's tool
-   arguments, Logfire's message templates, pydantic-ai's ``running tool``, LlamaIndex's chat events).
+   arguments, Logfire's message templates, pydantic-ai's ``running tool``, LlamaIndex's chat events,
+   any-agent's ``call_llm`` operation and ``gen_ai.tool.args``).
 3. **Structure**: a tool name makes a tool call; a request or response model, token usage or
    messages make a model call.
 4. **Span names** (``execute_tool …``, Haystack's): only for spans with no key of any dialect.
@@ -28,6 +29,7 @@ from typing import Any, NamedTuple
 from otel_traj.dialects import (
     adk,
     agentops,
+    any_agent,
     genkit,
     haystack,
     langfuse,
@@ -65,6 +67,7 @@ RECOGNIZERS: tuple[tuple[Recognizer, str], ...] = (
     (adk.recognize, adk.DIALECT),
     (logfire.recognize, logfire.DIALECT),
     (pydantic_ai.recognize, pydantic_ai.DIALECT),
+    (any_agent.recognize, any_agent.DIALECT),
 )
 TOOL_NAME = "gen_ai.tool.name"
 # Keys whose presence, with a value of the right type, shows a model call.
