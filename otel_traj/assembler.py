@@ -61,7 +61,7 @@ class _Buffer:
     seen: set[int] = field(default_factory=set)
     parents: set[int] = field(default_factory=set)
     live_cursor: int = 0
-    # Run metadata as JSON text (pydantic-ai, OpenInference ``metadata``), parsed off the hot path.
+    # Run metadata as JSON text (``dialects.context``), parsed off the hot path.
     metadata: str | None = None
     # Steps dropped unread because the worker was ``max_backlog`` spans behind.
     backlog_steps: int = 0

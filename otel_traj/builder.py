@@ -13,17 +13,12 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from otel_traj.dialects import dspy, react
 from otel_traj.dialects._base import dumps, parse_json
+from otel_traj.dialects.declarations import CONVERSATION_KEYS, answer_in, is_output_tool
 from otel_traj.records import TraceContext, nonempty_str
 from otel_traj.steps import AgentRun, ModelCall, RequestedTool, Step, ToolCall, Unreadable, span_hex
 from otel_traj.trajectory import Tokens, Trajectory
 
-CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id", "langfuse.session.id", "group_id")
-# Tools a framework defines to return structured output (pydantic-ai ``final_result`` and
-# ``final_result_<Type>``, smolagents and BeeAI ``final_answer``): the answer, not an action.
-OUTPUT_TOOLS = frozenset({"final_result", "final_answer"})
-OUTPUT_TOOL_PREFIX = "final_result_"
 _MS = 1_000_000
 
 
@@ -142,7 +137,7 @@ def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
 
 def _not_layers(unreadable: list[Unreadable], tools: list[ToolCall]) -> list[Unreadable]:
     """The unreadable spans, in order, but for nameless tool spans inside a tool call's span: a
-    layer of that call (BeeAI records its tools' error events as tool spans with no name), which
+    layer of that call (an instrumentation may record a tool's error event as a nameless tool span), which
     hides no call of its own."""
     calls = {t.span_id for t in tools}
     return sorted(
@@ -175,15 +170,11 @@ def _mark_parallel(calls: list[ToolCall]) -> None:
 
 def _side_by_side(outer: ToolCall, inner: ToolCall) -> bool:
     """Whether a call whose span lies within another's ran beside it rather than inside it: siblings
-    may overlap entirely, under one parent or each under a span of its own (LangGraph wraps every call
-    of one step in its own ``tools`` chain span, LlamaIndex in its own ``call_tool`` step span), and
+    may overlap entirely, under one parent or each under a span of its own (a framework may wrap every
+    call of one step in a chain or step span of its own), and
     then one model response requested both. A call made inside another's execution (an agent run as
     a tool) was requested by a response within it."""
     return outer.parent_id == inner.parent_id or (outer.turn is not None and outer.turn == inner.turn)
-
-
-def _is_output_tool(name: str) -> bool:
-    return name in OUTPUT_TOOLS or name.startswith(OUTPUT_TOOL_PREFIX)
 
 
 def _wrapped(arguments: dict[str, Any], requested: dict[str, Any]) -> bool:
@@ -197,7 +188,7 @@ def take_request(call: ToolCall, turn: int, request: RequestedTool) -> None:
     requested arguments when the span recorded none, a bare value or a wrapper around them.
 
     A call joined by name whose span had an id of its own keeps the request's: no request knew the
-    span's id, so it is the framework's (OpenLIT records LangChain's run id on a failed call), not
+    span's id, so it is the framework's (an instrumentation may record its framework's run id), not
     the one the model's request and the result sent back use."""
     call.turn = turn
     call.call_id = request.call_id or call.call_id
@@ -289,7 +280,7 @@ def _calls_key(calls: tuple[RequestedTool, ...]) -> CallsKey:
 
 def _requests_from_spans(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCall]:
     """The calls a response requested, where the instrumentation records each as a span of its own
-    under the model call's (AgentOps' ``tool_call.<name>``), become that call's requested tools, in
+    under the model call's (``ToolCall.requested``), become that call's requested tools, in
     order; the other calls are returned. A request whose model call is not among the steps stays a
     requested call."""
     if all(call.observed for call in tools):
@@ -336,8 +327,8 @@ def _results_from_requests(models: list[ModelCall], tools: list[ToolCall]) -> No
     """A call whose span records no result (or that no span shows) takes the result the next model
     request sent back for its call id.
 
-    An id may answer several calls of a run: Google GenAI's instrumentation makes up ``<name>_<index>``
-    for Gemini calls without one, so the same call in two turns has the same id. A request's results
+    An id may answer several calls of a run: an instrumentation may make up ``<name>_<index>`` for
+    calls the model gave no id, so the same call in two turns has the same id. A request's results
     answer the latest call of that id begun before it (the previous response's), not the first."""
     missing: dict[str, list[ToolCall]] = {}
     for t in tools:  # in start order
@@ -357,7 +348,7 @@ def _results_from_requests(models: list[ModelCall], tools: list[ToolCall]) -> No
 
 
 def _failed_by_request(call: ToolCall, sent: str) -> None:
-    """A call the request sends back as a failure (Anthropic's ``is_error``) failed, with what was
+    """A call the request sends back as a failure (``ModelCall.failed_results``) failed, with what was
     sent as its error, when no span shows its outcome: a span that does has the final word."""
     if not call.observed:
         call.ok = False
@@ -418,7 +409,7 @@ def _records_a_call(model: ModelCall) -> bool:
 
 def _calls_on_record(models: list[ModelCall]) -> list[ModelCall]:
     """The model spans that record a call: with usage, messages or finish reasons. A span that has
-    none while others do prepared a request (LlamaIndex's ``_prepare_chat_with_tools``) and is no
+    none while others do prepared a request (a framework's request building) and is no
     call of its own; when no span has any (content and usage off), every span counts."""
     recorded = [m for m in models if _records_a_call(m)]
     return recorded if recorded else models
@@ -443,16 +434,16 @@ def _output_text(call: ToolCall) -> str | None:
 
 
 def _final_answer(top: list[AgentRun], models: list[ModelCall], outputs: list[ToolCall]) -> str | None:
-    """The answer, from the first of: the outermost agent span's output (never an object's repr);
-    the text of the last model call, when it asked for no more tools (the answer of a DSPy or ReAct
-    scaffold, not the scaffold); the arguments of the last structured-output call (``final_result``,
-    ``final_answer``)."""
+    """The answer, from the first of: what the outermost agent or workflow span returned (never an
+    object's repr); the text of the last model call, when it asked for no more tools, without a
+    framework's scaffold around it (``dialects.declarations.answer_in``); the arguments of the last
+    structured-output call."""
     answer = _first(_answer_text(a.output_text) for a in top)
     if answer is None and models:
         last = models[-1]
-        if not any(not _is_output_tool(r.name) for r in last.requested_tools):
+        if not any(not is_output_tool(r.name) for r in last.requested_tools):
             text = last.output_text
-            answer = react.answer(dspy.answer(text)) if text is not None else None
+            answer = answer_in(text) if text is not None else None
     if answer is None and outputs:
         answer = _output_text(outputs[-1])
     return answer
@@ -488,7 +479,7 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     for call in tools:
         if not call.step_id:
             call.step_id = span_hex(call.span_id)
-        call.output = call.output or _is_output_tool(call.name)
+        call.output = call.output or is_output_tool(call.name)
     outputs = [t for t in tools if t.output]
     tools = [t for t in tools if not t.output]
 

@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from otel_traj.dialects.declarations import CAPTURE_KEYS
 from otel_traj.versions import VERSION_ATTRIBUTES
 
 _T = TypeVar("_T")
@@ -28,10 +29,7 @@ DEFAULT_CAPTURE = (
     "user.id",
     "session.id",
     "gen_ai.conversation.id",
-    "langfuse.session.id",
-    "langfuse.user.id",
-    # Logfire's OpenAI Agents trace span: the run's ``RunConfig.group_id`` (its conversation).
-    "group_id",
+    *CAPTURE_KEYS,
     *VERSION_ATTRIBUTES,
 )
 

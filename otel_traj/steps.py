@@ -175,7 +175,7 @@ class AgentRun(_LazyInput):
     ok: bool = True
     error_type: str | None = None
     dialect: str = ""
-    # A workflow around the agents (Traceloop ``workflow``, ``invoke_workflow``, a Genkit flow): its
+    # A workflow around the agents (``invoke_workflow``, a vendor's workflow or flow kind): its
     # name is the pipeline's, the agent's only when no agent span names one.
     workflow: bool = False
 

@@ -6,7 +6,7 @@ A regression is found by comparing versions, so every verdict says which ones it
   ``service.version``;
 - ``models``: the distinct models of the run's model calls, in order of first use;
 - ``prompt``: ``<name>@<version>`` (or the one of them recorded) from the prompt attributes
-  instrumentations write (Langfuse, OpenInference, Traceloop);
+  instrumentations write (``dialects.declarations.PROMPT_KEYS``);
 - ``policy``: the policy's ``<version>@<content hash>``;
 - ``tool_contracts``: a short hash of the agent's ``tools.contracts`` section, so a contract change
   shows even when the policy's version number was not bumped.
@@ -20,17 +20,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from otel_traj.dialects.declarations import PROMPT_KEYS
+
 if TYPE_CHECKING:
     from otel_traj.policy import AgentPolicy
     from otel_traj.trajectory import Trajectory
 
 AGENT_VERSION_KEYS = ("gen_ai.agent.version",)
-# (name key, version key) per instrumentation, first found wins; OpenInference records no name.
-PROMPT_KEYS: tuple[tuple[str | None, str], ...] = (
-    ("langfuse.observation.prompt.name", "langfuse.observation.prompt.version"),
-    ("traceloop.prompt.key", "traceloop.prompt.version"),
-    (None, "llm.prompt_template.version"),
-)
 # Captured from any span of a run (see ``AssemblerConfig.capture_attributes``).
 VERSION_ATTRIBUTES = (*AGENT_VERSION_KEYS, *(key for pair in PROMPT_KEYS for key in pair if key))
 HASH_CHARS = 12

@@ -73,7 +73,7 @@ def call_arguments(call: ToolCall, keys: Collection[str]) -> Mapping[str, Any] |
         value = text
     if isinstance(value, dict):
         return value
-    # Single-argument tools may record the bare value (OpenInference does); that is unambiguous only
+    # Single-argument tools may record the bare value (some instrumentations do); that is unambiguous only
     # when the case expects exactly one argument.
     if len(keys) == 1:
         return {next(iter(keys)): value}

@@ -1,7 +1,7 @@
 """Which tool calls of a run have an order among themselves, and which pairs keep the expected order.
 
 Two calls have no order of their own when neither can have waited for the other's result: the model
-requested both in one turn (``ToolCall.turn``, as LangChain agentevals treats one message's tool
+requested both in one turn (``ToolCall.turn``, as agentevals treats one message's tool
 calls), or, when a call's turn is unknown, their spans overlapped in time (whether or not the builder
 marked them ``parallel``, which needs sibling spans). Such calls form one unordered group; groups are
 ordered by their first call.

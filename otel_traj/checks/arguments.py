@@ -45,7 +45,7 @@ def check_arguments(traj: Trajectory, tools: Tools, severity: Severity = "error"
             if call.arguments_text is None:
                 not_captured += 1
                 continue
-            # OpenInference records a one-argument tool's input as the bare value.
+            # Some instrumentations record a one-argument tool's input as the bare value.
             only = _single_property(schema)
             if only is None:
                 snippet = " ".join(call.arguments_text.split())[:40]

@@ -150,14 +150,14 @@ def tallied(
     return passed(name, severity, f"{count(checked, noun)} {held}{note}")
 
 
-def contains_token(haystack: str, needle: str) -> bool:
-    """``needle`` occurs in ``haystack`` not as part of a longer id (``C02`` is not in ``C023``)."""
-    start = haystack.find(needle)
+def contains_token(text: str, needle: str) -> bool:
+    """``needle`` occurs in ``text`` not as part of a longer id (``C02`` is not in ``C023``)."""
+    start = text.find(needle)
     while start != -1:
         end = start + len(needle)
-        before = haystack[start - 1] if start else " "
-        after = haystack[end] if end < len(haystack) else " "
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
         if not (before.isalnum() or before in "-_") and not (after.isalnum() or after in "-_"):
             return True
-        start = haystack.find(needle, start + 1)
+        start = text.find(needle, start + 1)
     return False

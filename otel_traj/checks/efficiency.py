@@ -101,7 +101,8 @@ def check_efficiency(
             by_turn.setdefault(call.turn, []).append(call)
     responses = any(m.output_text or m.requested_tools for m in models)
     # A turn that asked for tools shows it only where the model spans record requested calls: a run
-    # with tool calls but no requested call anywhere (Mastra's chat spans) cannot tell an empty turn.
+    # with tool calls but no requested call anywhere (chat spans that record the text only) cannot
+    # tell an empty turn.
     judge_empty = responses and (any(m.requested_tools for m in models) or not traj.tool_calls)
     if not by_turn and not judge_empty:
         missing = "requested calls" if responses else "responses"

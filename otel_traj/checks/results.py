@@ -1,9 +1,8 @@
 """What a tool result says, as data: the value JMESPath rules select from.
 
-Frameworks record the same return value in several forms: JSON, a Python literal (BeeAI, Semantic
-Kernel), ``{"result": ...}`` around a value that is not an object (Google ADK), or LlamaIndex's
-``ToolOutput`` (``{"blocks": ..., "tool_name": ..., "raw_output": ...}``). Each is read back to
-the value the tool returned.
+Frameworks record the same return value in several forms: JSON, a Python literal, or JSON inside a
+wrapper of the framework's (``dialects.declarations.RESULT_WRAPPERS``). Each is read back to the
+value the tool returned.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from typing import Any
 from jmespath import Options, functions
 from jmespath import exceptions as jmespath_errors
 
+from otel_traj.dialects.declarations import returned_value
 from otel_traj.policy.rules import CompiledPath
 from otel_traj.steps import ToolCall
 
@@ -62,15 +62,6 @@ def _literal(text: str) -> Any:
     return UNREADABLE
 
 
-def _unwrap(value: Any) -> Any:
-    if isinstance(value, dict):
-        if "raw_output" in value and "tool_name" in value:  # LlamaIndex's ToolOutput
-            return value["raw_output"]
-        if len(value) == 1 and "result" in value and not isinstance(value["result"], dict):
-            return value["result"]
-    return value
-
-
 def result_value(call: ToolCall) -> Any:
     """The call's result as data; ``None`` when not captured, ``UNREADABLE`` when not data."""
     text = call.result
@@ -80,7 +71,7 @@ def result_value(call: ToolCall) -> Any:
     if not text or len(text) > MAX_RESULT_CHARS:
         return UNREADABLE
     value = _literal(text)
-    return value if value is UNREADABLE else _unwrap(value)
+    return value if value is UNREADABLE else returned_value(value)
 
 
 class _ArgumentFunctions(functions.Functions):

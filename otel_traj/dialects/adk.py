@@ -26,6 +26,19 @@ LLM_REQUEST = "gcp.vertex.agent.llm_request"
 LLM_RESPONSE = "gcp.vertex.agent.llm_response"
 
 
+def returned_value(value: Any) -> Any:
+    """What a tool returned inside ADK's ``{"result": …}`` (a return value that is not an object);
+    any other value unchanged."""
+    if (
+        isinstance(value, dict)
+        and len(value) == 1
+        and "result" in value
+        and not isinstance(value["result"], dict)
+    ):
+        return value["result"]
+    return value
+
+
 def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
     """ADK's own keys: tool arguments make a tool call; a model request a model call, or the agent
     when the operation says so."""

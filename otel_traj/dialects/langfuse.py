@@ -29,6 +29,12 @@ DIALECT = "langfuse"
 TYPE = "langfuse.observation.type"
 INPUT = "langfuse.observation.input"
 OUTPUT = "langfuse.observation.output"
+# Trace-level keys of the Langfuse SDK: the session (conversation) and the user.
+SESSION = "langfuse.session.id"
+USER = "langfuse.user.id"
+PROMPT_KEYS: tuple[tuple[str | None, str], ...] = (
+    ("langfuse.observation.prompt.name", "langfuse.observation.prompt.version"),
+)
 # Langfuse's observation types; only tool, generation and agent observations are steps.
 VOCABULARY = Vocabulary(
     TYPE,

@@ -97,6 +97,14 @@ def failure(output: Any) -> tuple[bool, str | None]:
 # LlamaIndex's own OpenTelemetry integration.
 
 
+def returned_value(value: Any) -> Any:
+    """What a tool returned inside LlamaIndex's ``ToolOutput`` (``{"blocks", "tool_name",
+    "raw_output"}``) as a JSON object; any other value unchanged."""
+    if isinstance(value, dict) and "raw_output" in value and "tool_name" in value:
+        return value["raw_output"]
+    return value
+
+
 def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
     """A span of a workflow run is a model call when it holds a chat event, a tool call when it is a
     tool's ``call`` / ``acall`` inside the step that received a ``ToolCall``; the steps, the request

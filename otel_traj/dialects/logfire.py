@@ -26,6 +26,8 @@ TOOL_TEMPLATE = "Function: {name}"
 AGENT_TEMPLATE = "Agent run: {name!r}"
 MODEL_TEMPLATES = ("Chat completion with", "Responses API")
 TEMPLATES = (TOOL_TEMPLATE, AGENT_TEMPLATE, *MODEL_TEMPLATES)
+# The OpenAI Agents SDK's trace span under Logfire: the run's ``RunConfig.group_id``, its conversation.
+GROUP_ID = "group_id"
 
 
 def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:

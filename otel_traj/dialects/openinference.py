@@ -37,6 +37,10 @@ from otel_traj.steps import RequestedTool
 
 DIALECT = "openinference"
 KIND = "openinference.span.kind"
+# The output tool of the agents OpenInference traces (smolagents', BeeAI's ``final_answer``).
+OUTPUT_TOOLS = ("final_answer",)
+# OpenInference records a prompt template's version, not its name.
+PROMPT_KEYS: tuple[tuple[str | None, str], ...] = ((None, "llm.prompt_template.version"),)
 # The OpenAI Agents SDK's handoff: a TOOL span ``handoff to <agent>`` with no tool name, whose input
 # and output are the two agents' names. It records the transfer, not a tool's execution: the call is
 # the one the model requested (``transfer_to_<agent>``), read from the response.

@@ -30,6 +30,9 @@ MARKERS = (
 )
 TOOL_SPAN = "running tool"
 AGENT_SPAN = "agent run"
+# Tools pydantic-ai defines to return structured output (``final_result``, ``final_result_<Type>``).
+OUTPUT_TOOLS = ("final_result",)
+OUTPUT_TOOL_PREFIXES = ("final_result_",)
 _MARKERS = frozenset(MARKERS)
 
 

@@ -34,6 +34,7 @@ KIND = "traceloop.span.kind"
 ENTITY_INPUT = "traceloop.entity.input"
 ENTITY_OUTPUT = "traceloop.entity.output"
 REQUEST_TYPE = "llm.request.type"
+PROMPT_KEYS: tuple[tuple[str | None, str], ...] = (("traceloop.prompt.key", "traceloop.prompt.version"),)
 # A LlamaIndex workflow step that calls a tool: OpenLLMetry marks it a task and names the tool.
 _TASK_TOOL = "tool.name"
 
