@@ -61,13 +61,27 @@ VENDOR_VOCABULARIES: tuple[Vocabulary, ...] = (
 )
 OPERATION_VOCABULARY = semconv.VOCABULARY
 Recognizer = Callable[[SpanView, Mapping[str, Any]], StepKind | None]
-RECOGNIZERS: tuple[tuple[Recognizer, str], ...] = (
-    (llamaindex.recognize, llamaindex.DIALECT),
-    (agentops.recognize, agentops.DIALECT),
-    (adk.recognize, adk.DIALECT),
-    (logfire.recognize, logfire.DIALECT),
-    (pydantic_ai.recognize, pydantic_ai.DIALECT),
-    (any_agent.recognize, any_agent.DIALECT),
+
+
+class Recognition(NamedTuple):
+    """A vendor's recognizer, and what a span must carry for it to have anything to say: one of
+    ``keys``, or a name starting with one of ``names``."""
+
+    recognize: Recognizer
+    dialect: str
+    keys: frozenset[str]
+    names: tuple[str, ...] = ()
+
+
+RECOGNIZERS: tuple[Recognition, ...] = (
+    Recognition(llamaindex.recognize, llamaindex.DIALECT, frozenset({llamaindex.RUN_ID})),
+    Recognition(agentops.recognize, agentops.DIALECT, frozenset({agentops.CALL_ID})),
+    Recognition(adk.recognize, adk.DIALECT, frozenset({adk.TOOL_ARGS, adk.LLM_REQUEST})),
+    Recognition(logfire.recognize, logfire.DIALECT, frozenset({logfire.TEMPLATE})),
+    Recognition(
+        pydantic_ai.recognize, pydantic_ai.DIALECT, frozenset(pydantic_ai.MARKERS), (pydantic_ai.TOOL_SPAN,)
+    ),
+    Recognition(any_agent.recognize, any_agent.DIALECT, frozenset({any_agent.TOOL_ARGS, any_agent.OUTPUT})),
 )
 TOOL_NAME = "gen_ai.tool.name"
 # Keys whose presence, with a value of the right type, shows a model call.
@@ -89,6 +103,11 @@ EVIDENCE_KEYS = frozenset(
         *MODEL_COUNT_KEYS,
     }
 )
+# Most spans carry one dialect's keys: a set test skips every source of evidence they lack.
+_VENDOR_KEYS = frozenset(v.key for v in VENDOR_VOCABULARIES)
+_RECOGNIZER_KEYS = frozenset().union(*(r.keys for r in RECOGNIZERS))
+_RECOGNIZER_NAMES = tuple(name for r in RECOGNIZERS for name in r.names)
+_STRUCTURE_KEYS = frozenset({TOOL_NAME, *MODEL_TEXT_KEYS, *MODEL_COUNT_KEYS})
 
 
 class Kind(NamedTuple):
@@ -103,15 +122,19 @@ def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
     """What the span is by the rule above; None for a span that is no step."""
     decided: tuple[Meaning, str] | None = None
     contradicted = False
-    for vocabulary in VENDOR_VOCABULARIES:
-        meaning = vocabulary.meaning(view, attrs)
-        if meaning is None:
-            continue
-        if decided is None:
-            decided = meaning, vocabulary.dialect
-        elif meaning != decided[0]:
-            contradicted = True
-    if decided is None:
+    if not _VENDOR_KEYS.isdisjoint(attrs):
+        for vocabulary in VENDOR_VOCABULARIES:
+            meaning = vocabulary.meaning(view, attrs)
+            if meaning is None:
+                continue
+            if decided is None:
+                decided = meaning, vocabulary.dialect
+            elif meaning != decided[0]:
+                contradicted = True
+    if decided is None and (
+        not _RECOGNIZER_KEYS.isdisjoint(attrs)
+        or (isinstance(view.name, str) and view.name.startswith(_RECOGNIZER_NAMES))
+    ):
         decided = _recognized(view, attrs)
     operation = OPERATION_VOCABULARY.meaning(view, attrs)
     if operation is not None:
@@ -120,7 +143,7 @@ def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
         elif operation != decided[0]:
             contradicted = True
     if decided is None:
-        kind = _structure(attrs)
+        kind = None if _STRUCTURE_KEYS.isdisjoint(attrs) else _structure(attrs)
         if kind is not None:
             return Kind(kind, semconv.DIALECT)
         kind = haystack.kind(view.name, attrs)
@@ -130,10 +153,15 @@ def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
 
 
 def _recognized(view: SpanView, attrs: Mapping[str, Any]) -> tuple[Meaning, str] | None:
-    for recognize, dialect in RECOGNIZERS:
-        kind = recognize(view, attrs)
+    name = view.name
+    for recognition in RECOGNIZERS:
+        if recognition.keys.isdisjoint(attrs) and not (
+            recognition.names and isinstance(name, str) and name.startswith(recognition.names)
+        ):
+            continue
+        kind = recognition.recognize(view, attrs)
         if kind is not None:
-            return kind, dialect
+            return kind, recognition.dialect
     return None
 
 
@@ -141,10 +169,13 @@ def _structure(attrs: Mapping[str, Any]) -> StepKind | None:
     name = attrs.get(TOOL_NAME)
     if isinstance(name, str) and name:
         return "tool"
-    if any(isinstance(attrs.get(key), str) and attrs.get(key) for key in MODEL_TEXT_KEYS):
-        return "model"
-    if any(_count(attrs.get(key)) for key in MODEL_COUNT_KEYS):
-        return "model"
+    for key in MODEL_TEXT_KEYS:
+        text = attrs.get(key)
+        if isinstance(text, str) and text:
+            return "model"
+    for key in MODEL_COUNT_KEYS:
+        if _count(attrs.get(key)):
+            return "model"
     return None
 
 
