@@ -11,6 +11,12 @@ its ``str()``). ``tool`` spans are tool steps, ``agent`` spans agent steps, ``se
 rest are no steps. A failure is the span's status with an ``exception`` event. What
 ``agentops.update_trace_metadata`` is given is ``trace.metadata.<key>`` on the session span.
 
+Its CrewAI instrumentation writes spans of the same attribute: ``crewai.workflow`` (``workflow``, the
+crew's kickoff), ``<task description>.task`` (``workflow.step``: no step), ``<role>.agent`` (``agent``,
+named only by ``agent.role``: no ``operation.name``) and ``<model>.llm`` (``llm``, a model call:
+``crewai.llm.LLM.call`` with the request and response flattened as ``gen_ai.prompt.N.*`` /
+``gen_ai.completion.0.*``).
+
 AgentOps' OpenAI instrumentation records a chat completion with GenAI keys (``gen_ai.prompt.N.*`` /
 ``gen_ai.completion.N.*``) but not the calls a response requests: each is a child span
 ``tool_call.<name>`` of the chat span (``tool.name``, ``tool.parameters``, ``tool.call.id``), a
@@ -31,9 +37,17 @@ from otel_traj.steps import StepKind
 DIALECT = "agentops"
 KIND = "agentops.span.kind"
 NAME = "operation.name"
+# The CrewAI instrumentation's agent spans name the agent by its role only.
+ROLE = "agent.role"
 CALL_ID = "tool.call.id"
 REQUEST_PREFIX = "tool_call."
-KINDS: dict[str, StepKind] = {"tool": "tool", "agent": "agent", "session": "agent", "workflow": "agent"}
+KINDS: dict[str, StepKind] = {
+    "tool": "tool",
+    "agent": "agent",
+    "session": "agent",
+    "workflow": "agent",
+    "llm": "model",
+}
 _WORKFLOWS = frozenset({"session", "workflow"})
 # Metadata keys a user names a conversation by (AgentOps has no convention of its own).
 CONVERSATION_KEYS = tuple(f"trace.metadata.{key}" for key in ("conversation_id", "session_id", "thread_id"))
