@@ -250,6 +250,15 @@ def test_crewai_llm_span_is_a_model_call() -> None:
     assert USER in (model.input_text or "")
 
 
+def test_crewai_printed_tool_calls_are_the_requested_calls() -> None:
+    model = as_model(to_step(record("openai/gpt-4o-mini.llm", _crewai_llm(_PRINTED_CALLS), scope="crewai")))
+    assert model.output_text is None
+    assert [(c.name, c.call_id, c.arguments_text) for c in model.requested_tools] == [
+        ("get_subscription", "call_1", '{"customer_id": "C023"}'),
+        ("list_invoices", "call_2", '{"customer_id": "C023"}'),
+    ]
+
+
 def test_crewai_agent_is_named_by_its_role() -> None:
     attributes = {
         "agentops.span.kind": "agent",
