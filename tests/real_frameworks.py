@@ -81,6 +81,13 @@ class Recorded:
     # The resource of the instrumentation's own TracerProvider, when the generator cannot give it the
     # fixtures' `support-agent-<framework>` / `1.0.0` (AgentOps: `service.name=agentops`, no version).
     service: tuple[str, str | None] | None = None
+    # Without tool spans, the next request's tool messages name the calls they answer (AgentOps' record
+    # of CrewAI's requests keeps each message's role and content only: the results, without call ids,
+    # cannot be joined to their calls).
+    request_result_ids: bool = True
+    # Usage on each model span is that call's (AgentOps' CrewAI `LLM.call` spans record the agent's
+    # running total so far, CrewAI's token counter: the last one is the run's total).
+    per_call_usage: bool = True
 
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -356,6 +363,26 @@ FRAMEWORKS: dict[str, Recorded] = {
         span_call_ids=False,
         request_spans=True,
         service=("agentops", None),
+    ),
+    # A CrewAI crew (LiteLLM route) under AgentOps' CrewAI instrumentation: `crewai.workflow`
+    # (kind workflow) > the task (kind `workflow.step`, no step) > `<role>.agent` (kind agent, named by
+    # `agent.role`) > `<model>.llm` (kind llm) per model call, flattened `gen_ai.prompt.N.*` /
+    # `gen_ai.completion.0.*`. No tool spans (CrewAI's native tool loop is not wrapped): a response's
+    # calls only as the printed list of LiteLLM's tool-call objects in its completion content, their
+    # results only as the next request's `role=tool` messages, without call ids; the failure only as
+    # CrewAI's "Error executing tool: ..." text. Usage on each model span is the agent's running total.
+    # The user's message inside CrewAI's task prompt; the conversation id is trace metadata on the
+    # session span; AgentOps' own resource.
+    "crewai_agentops": Recorded(
+        tool=None,
+        model="agentops",
+        agent="agentops",
+        input_verbatim=False,
+        request_failures=False,
+        model_name="openai/gpt-4o-mini",
+        service=("agentops", None),
+        request_result_ids=False,
+        per_call_usage=False,
     ),
 }
 

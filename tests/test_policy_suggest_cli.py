@@ -96,7 +96,9 @@ def test_suggest_check_grade_on_the_real_frameworks(
     text = policy.read_text()
     assert f"max_model_turns: {math.ceil(Fraction(3, 2) * percentile(turns, 90))}  #" in text
     tokens = [Fraction(r.tokens.total) for r in good]
-    assert f"max_total_tokens: {math.ceil(Fraction(3, 2) * percentile(tokens, 90))}  #" in text
+    # Raised to the largest successful run when one exceeds 1.5 x p90.
+    budget = max(math.ceil(Fraction(3, 2) * percentile(tokens, 90)), math.ceil(max(tokens)))
+    assert f"max_total_tokens: {budget}  #" in text
 
 
 def test_the_same_runs_from_the_store_give_the_same_policy(
