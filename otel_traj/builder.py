@@ -378,6 +378,20 @@ def _outermost_agents(runs: list[AgentRun]) -> list[AgentRun]:
     return [r for r in runs if not any(_contains(o, r) for o in runs)]
 
 
+def _per_call_usage(models: list[ModelCall]) -> None:
+    """Usage recorded as the run's running total (``ModelCall.cumulative_usage``) as each call's own:
+    the difference from the call before, in start order."""
+    seen_input = seen_output = 0
+    for call in models:
+        if not call.cumulative_usage or not call.has_usage:
+            continue
+        total_input, total_output = call.input_tokens or 0, call.output_tokens or 0
+        if total_input >= seen_input and total_output >= seen_output:
+            call.input_tokens, call.output_tokens = total_input - seen_input, total_output - seen_output
+        seen_input, seen_output = max(seen_input, total_input), max(seen_output, total_output)
+        call.cumulative_usage = False
+
+
 def _tokens(models: list[ModelCall], agents: list[AgentRun]) -> Tokens:
     tokens = Tokens()
     with_usage = [m for m in models if m.has_usage]
@@ -469,6 +483,7 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
     agents.sort(key=_order)
 
     models = _calls_on_record(_dedupe_models(models))
+    _per_call_usage(models)
     tools = _dedupe_tools(_requests_from_spans(models, tools))
     for call in tools:
         normalize_arguments(call)

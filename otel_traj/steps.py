@@ -135,6 +135,9 @@ class ModelCall(_LazyInput):
     resent_source: LazyCalls = ()
     # Call ids among them whose results the request sends back as failures (Anthropic's ``is_error``).
     failed_results: tuple[str, ...] = ()
+    # The usage recorded is the run's so far, not this call's (a dialect says so): the builder takes
+    # the difference from the call before.
+    cumulative_usage: bool = False
     input_source: LazyText = None
     output_text: str | None = None
     ok: bool = True

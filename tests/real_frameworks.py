@@ -105,6 +105,14 @@ class Recorded:
     # Those of them that no tool span names (the SDK's handoff span `handoff to <agent>` names the
     # two agents, not the tool or the call): the trajectory has them from the model's request only.
     unnamed_calls: tuple[str, ...] = ()
+    # Without tool spans, the next request's tool messages name the calls they answer (AgentOps' record
+    # of CrewAI's requests keeps each message's role and content only: the results, without call ids,
+    # cannot be joined to their calls).
+    request_result_ids: bool = True
+    # Usage on each model span is that call's (AgentOps' CrewAI `LLM.call` spans record the agent's
+    # running total so far, CrewAI's token counter: the dialect says so, and the builder takes each
+    # call's own as the difference).
+    per_call_usage: bool = True
 
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -457,6 +465,26 @@ FRAMEWORKS: dict[str, Recorded] = {
         span_call_ids=False,
         request_spans=True,
         service=("agentops", None),
+    ),
+    # A CrewAI crew (LiteLLM route) under AgentOps' CrewAI instrumentation: `crewai.workflow`
+    # (kind workflow) > the task (kind `workflow.step`, no step) > `<role>.agent` (kind agent, named by
+    # `agent.role`) > `<model>.llm` (kind llm) per model call, flattened `gen_ai.prompt.N.*` /
+    # `gen_ai.completion.0.*`. No tool spans (CrewAI's native tool loop is not wrapped): a response's
+    # calls only as the printed list of LiteLLM's tool-call objects in its completion content, their
+    # results only as the next request's `role=tool` messages, without call ids; the failure only as
+    # CrewAI's "Error executing tool: ..." text. Usage on each model span is the agent's running total.
+    # The user's message inside CrewAI's task prompt; the conversation id is trace metadata on the
+    # session span; AgentOps' own resource.
+    "crewai_agentops": Recorded(
+        tool=None,
+        model="agentops",
+        agent="agentops",
+        input_verbatim=False,
+        request_failures=False,
+        model_name="openai/gpt-4o-mini",
+        service=("agentops", None),
+        request_result_ids=False,
+        per_call_usage=False,
     ),
 }
 

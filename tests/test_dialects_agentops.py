@@ -210,3 +210,61 @@ def test_a_request_without_its_model_call_stays_requested() -> None:
         False,
         {"customer_id": "C023"},
     )
+
+
+# AgentOps' CrewAI instrumentation (tests/fixtures/real/crewai_agentops): `Agent.execute_task` and
+# `LLM.call` spans.
+_PRINTED_CALLS = (
+    '[ChatCompletionMessageToolCall(function=Function(arguments=\'{"customer_id": "C023"}\', '
+    "name='get_subscription'), id='call_1', type='function'), ChatCompletionMessageToolCall("
+    "function=Function(arguments='{\"customer_id\": \"C023\"}', name='list_invoices'), id='call_2', "
+    "type='function')]"
+)
+
+
+def _crewai_llm(content: str) -> dict[str, Any]:
+    """A CrewAI ``LLM.call`` span's attributes as AgentOps writes them (the content is ``str()`` of the
+    call's return value)."""
+    return {
+        "agentops.span.kind": "llm",
+        "agentops.entity.name": "LLM",
+        "gen_ai.system": "crewai",
+        "gen_ai.request.model": "openai/gpt-4o-mini",
+        "gen_ai.prompt.0.role": "user",
+        "gen_ai.prompt.0.content": f"\nCurrent Task: {USER}",
+        "gen_ai.completion.0.content": content,
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.usage.prompt_tokens": 150,
+        "gen_ai.usage.completion_tokens": 15,
+    }
+
+
+def test_crewai_llm_span_is_a_model_call() -> None:
+    model = as_model(to_step(record("openai/gpt-4o-mini.llm", _crewai_llm(ANSWER), scope="crewai")))
+    assert (model.model, model.output_text, model.input_tokens, model.dialect) == (
+        "openai/gpt-4o-mini",
+        ANSWER,
+        150,
+        "agentops",
+    )
+    assert USER in (model.input_text or "")
+
+
+def test_crewai_printed_tool_calls_are_the_requested_calls() -> None:
+    model = as_model(to_step(record("openai/gpt-4o-mini.llm", _crewai_llm(_PRINTED_CALLS), scope="crewai")))
+    assert model.output_text is None
+    assert [(c.name, c.call_id, c.arguments_text) for c in model.requested_tools] == [
+        ("get_subscription", "call_1", '{"customer_id": "C023"}'),
+        ("list_invoices", "call_2", '{"customer_id": "C023"}'),
+    ]
+
+
+def test_crewai_agent_is_named_by_its_role() -> None:
+    attributes = {
+        "agentops.span.kind": "agent",
+        "agentops.entity.name": "Agent",
+        "agent.role": "support_agent",
+        "agentops.entity.input": "You are a customer-support agent.",
+    }
+    run = as_agent(to_step(record("support_agent.agent", attributes, scope="crewai")))
+    assert (run.agent_name, run.input_text, run.workflow) == ("support_agent", None, False)

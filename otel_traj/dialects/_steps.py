@@ -196,6 +196,7 @@ def model_call(
     tool_results: tuple[tuple[str, str], ...] = (),
     resent_calls: Callable[[], tuple[RequestedTool, ...]] | None = None,
     failed_results: tuple[str, ...] = (),
+    cumulative_usage: bool = False,
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
     if len(requested) > MAX_REQUESTED:
@@ -217,6 +218,7 @@ def model_call(
         tool_results=tool_results,
         resent_source=partial(_resent, resent_calls, max_chars) if resent_calls is not None else (),
         failed_results=failed_results,
+        cumulative_usage=cumulative_usage,
         input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),
         ok=ok,

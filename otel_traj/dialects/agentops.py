@@ -11,6 +11,12 @@ its ``str()``). ``tool`` spans are tool steps, ``agent`` spans agent steps, ``se
 rest are no steps. A failure is the span's status with an ``exception`` event. What
 ``agentops.update_trace_metadata`` is given is ``trace.metadata.<key>`` on the session span.
 
+Its CrewAI instrumentation writes spans of the same attribute: ``crewai.workflow`` (``workflow``, the
+crew's kickoff), ``<task description>.task`` (``workflow.step``: no step), ``<role>.agent`` (``agent``,
+named only by ``agent.role``: no ``operation.name``) and ``<model>.llm`` (``llm``, a model call:
+``crewai.llm.LLM.call`` with the request and response flattened as ``gen_ai.prompt.N.*`` /
+``gen_ai.completion.0.*``).
+
 AgentOps' OpenAI instrumentation records a chat completion with GenAI keys (``gen_ai.prompt.N.*`` /
 ``gen_ai.completion.N.*``) but not the calls a response requests: each is a child span
 ``tool_call.<name>`` of the chat span (``tool.name``, ``tool.parameters``, ``tool.call.id``), a
@@ -32,9 +38,17 @@ from otel_traj.steps import StepKind
 DIALECT = "agentops"
 KIND = "agentops.span.kind"
 NAME = "operation.name"
+# The CrewAI instrumentation's agent spans name the agent by its role only.
+ROLE = "agent.role"
 CALL_ID = "tool.call.id"
 REQUEST_PREFIX = "tool_call."
-KINDS: dict[str, StepKind] = {"tool": "tool", "agent": "agent", "session": "agent", "workflow": "agent"}
+KINDS: dict[str, StepKind] = {
+    "tool": "tool",
+    "agent": "agent",
+    "session": "agent",
+    "workflow": "agent",
+    "llm": "model",
+}
 # A task or operation is a decorated function of the application's: no tool, model or agent step.
 VOCABULARY = Vocabulary(KIND, DIALECT, {**KINDS, **not_steps(("task", "operation"))})
 _WORKFLOWS = frozenset({"session", "workflow"})
@@ -64,6 +78,15 @@ def is_request(view: SpanView, attrs: Mapping[str, Any]) -> bool:
     return (
         CALL_ID in attrs and KIND not in attrs and isinstance(name, str) and name.startswith(REQUEST_PREFIX)
     )
+
+
+# AgentOps' CrewAI instrumentation (scope ``crewai``) records on each ``LLM.call`` span CrewAI's token
+# counter: the agent's usage so far, not the call's.
+_RUNNING_TOTALS_SCOPE = "crewai"
+
+
+def cumulative_usage(view: SpanView, attrs: Mapping[str, Any]) -> bool:
+    return attrs.get(KIND) == "llm" and view.scope_name == _RUNNING_TOTALS_SCOPE
 
 
 def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:

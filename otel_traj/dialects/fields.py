@@ -296,6 +296,7 @@ AGENT_NAME: tuple[Source, ...] = (
     attribute("gen_ai.workflow.name"),
     attribute(genkit.NAME, when=genkit.is_agent, note="Genkit agent and flow actions"),
     attribute(agentops.NAME, when=agentops.is_agent, note="AgentOps agents, traces and workflows"),
+    attribute(agentops.ROLE, when=agentops.is_agent, note="AgentOps' CrewAI agents"),
     _span_name_after("invoke_agent "),
     _span_name_after("invoke_workflow "),
     _own_span_name(

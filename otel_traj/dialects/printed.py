@@ -52,6 +52,24 @@ def chat_message(text: str, max_chars: int) -> tuple[str | None, tuple[Requested
     return (content if isinstance(content, str) else None), requested
 
 
+# How Python prints the OpenAI SDK's (and LiteLLM's) tool-call objects, ``ChatCompletionMessageToolCall(
+# function=Function(arguments='…', name='…'), id='call_1', type='function')``: CrewAI's ``LLM.call``
+# returns a list of them for a response with calls, which AgentOps records as the completion's text.
+TOOL_CALL_OBJECT = "ChatCompletionMessageToolCall("
+
+
+def tool_call_objects(text: Any, max_chars: int) -> tuple[RequestedTool, ...] | None:
+    """The calls of a printed list of tool-call objects (``[ChatCompletionMessageToolCall(…), …]``);
+    None for other text."""
+    if not isinstance(text, str) or not text.startswith("[" + TOOL_CALL_OBJECT):
+        return None
+    calls = python_object(text, max_chars)
+    if not isinstance(calls, list):
+        return None
+    requested = tuple(call for c in calls if (call := openai_tool_call(c, max_chars)) is not None)
+    return requested or None
+
+
 def _string_at(text: str, start: int) -> tuple[str, int] | None:
     """The Python string literal at ``start`` (whatever its quotes and escapes) and where it ends;
     None when there is none."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from otel_traj.dialects import printed
 from otel_traj.dialects._base import PARSE_LIMIT, clip_text, loads
 from otel_traj.dialects._messages import (
     ASSISTANT_ROLES,
@@ -130,7 +131,9 @@ def indexed_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) ->
 def indexed_completion(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
     """``gen_ai.completion.N.{role, content, finish_reason, tool_calls.M.*}``; a legacy function call
     ``gen_ai.completion.N.function_call.{name, arguments}`` (LiteLLM's OpenTelemetry logger writes
-    one per requested call, N counting the calls, without ids) is a requested call too."""
+    one per requested call, N counting the calls, without ids) is a requested call too, and so are the
+    calls of a content that is the printed list of tool-call objects (AgentOps' CrewAI ``LLM.call``
+    spans: ``str()`` of what the call returned)."""
     texts: list[str] = []
     tools: list[RequestedTool] = []
     reasons: list[str] = []
@@ -144,9 +147,11 @@ def indexed_completion(view: SpanView, attrs: Mapping[str, Any], max_chars: int)
             if index == 0:
                 return None
             break
-        text = content_text(content)
+        printed_calls = printed.tool_call_objects(content, max(max_chars, PARSE_LIMIT))
+        text = content_text(content) if printed_calls is None else None
         if text:
             texts.append(text)
+        tools += printed_calls or ()
         if isinstance(reason, str) and reason:
             reasons.append(reason)
         tools += indexed_tool_calls(attrs, prefix + "tool_calls.", _INDEXED_CALL_KEYS, max_chars)
