@@ -75,11 +75,11 @@ def test_a_defined_non_step_value_decides_and_a_disagreeing_vocabulary_is_a_cont
     reading = read_span(record("RunnableSequence", {**TOOL, "openinference.span.kind": "CHAIN"}))
     assert reading == (None, False)  # a non-step carries no contradiction flag: nothing was built
     tool = read_span(record("list_invoices", {**TOOL, "openinference.span.kind": "TOOL"}))
-    assert isinstance(tool.step, ToolCall) and not tool.contradicted
+    assert isinstance(tool[0], ToolCall) and not tool[1]
     model = read_span(
         record("chat", {**TOOL, "gen_ai.operation.name": "chat", "openinference.span.kind": "TOOL"})
     )
-    assert isinstance(model.step, ToolCall) and model.contradicted
+    assert isinstance(model[0], ToolCall) and model[1]
 
 
 def test_contradictions_and_unreadable_spans_are_counted() -> None:

@@ -11,7 +11,7 @@ step, or whose reading raised, is an ``Unreadable`` step: never dropped in silen
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from otel_traj.dialects import adk, agentops, haystack, llamaindex, logfire, pydantic_ai, semconv
 from otel_traj.dialects._base import clip_text
@@ -52,14 +52,10 @@ NAME_PREFIXES = (
 _REASON_CHARS = 200
 
 
-class Reading(NamedTuple):
-    """What reading one span gave: its step (or None), and whether its vocabularies disagreed."""
-
-    step: Step | None
-    contradicted: bool = False
-
-
-_NOTHING = Reading(None)
+# What reading one span gave: its step (or None), and whether its kind vocabularies disagreed. A
+# plain pair: one is made for every span a front door reads.
+Reading = tuple[Step | None, bool]
+_NOTHING: Reading = (None, False)
 
 
 def may_be_step(name: str, attributes: Mapping[str, Any]) -> bool:
@@ -70,7 +66,7 @@ def may_be_step(name: str, attributes: Mapping[str, Any]) -> bool:
 
 def to_step(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Step | None:
     """The step a span records (``read_span``'s step)."""
-    return read_span(view, max_chars).step
+    return read_span(view, max_chars)[0]
 
 
 def read_span(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Reading:
@@ -94,13 +90,13 @@ def read_span(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Reading:
         kind = classify(view, attrs) if marked else _by_name(name)
         if kind is None:
             return _NOTHING
-        return Reading(_build(kind, view, attrs, max_chars), kind.contradicted)
+        return _build(kind, view, attrs, max_chars), kind.contradicted
     except UnreadableField as exc:
         unreadable = _unreadable(view, kind, exc.field, exc.reason, max_chars)
-        return Reading(unreadable, kind is not None and kind.contradicted)
+        return unreadable, kind is not None and kind.contradicted
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"[:_REASON_CHARS]
-        return Reading(_unreadable(view, kind, "span", reason, max_chars))
+        return _unreadable(view, kind, "span", reason, max_chars), False
 
 
 def _build(kind: Kind, view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Step | None:

@@ -69,19 +69,17 @@ class Recognition(NamedTuple):
 
     recognize: Recognizer
     dialect: str
-    keys: frozenset[str]
+    keys: tuple[str, ...]
     names: tuple[str, ...] = ()
 
 
 RECOGNIZERS: tuple[Recognition, ...] = (
-    Recognition(llamaindex.recognize, llamaindex.DIALECT, frozenset({llamaindex.RUN_ID})),
-    Recognition(agentops.recognize, agentops.DIALECT, frozenset({agentops.CALL_ID})),
-    Recognition(adk.recognize, adk.DIALECT, frozenset({adk.TOOL_ARGS, adk.LLM_REQUEST})),
-    Recognition(logfire.recognize, logfire.DIALECT, frozenset({logfire.TEMPLATE})),
-    Recognition(
-        pydantic_ai.recognize, pydantic_ai.DIALECT, frozenset(pydantic_ai.MARKERS), (pydantic_ai.TOOL_SPAN,)
-    ),
-    Recognition(any_agent.recognize, any_agent.DIALECT, frozenset({any_agent.TOOL_ARGS, any_agent.OUTPUT})),
+    Recognition(llamaindex.recognize, llamaindex.DIALECT, (llamaindex.RUN_ID,)),
+    Recognition(agentops.recognize, agentops.DIALECT, (agentops.CALL_ID,)),
+    Recognition(adk.recognize, adk.DIALECT, (adk.TOOL_ARGS, adk.LLM_REQUEST)),
+    Recognition(logfire.recognize, logfire.DIALECT, (logfire.TEMPLATE,)),
+    Recognition(pydantic_ai.recognize, pydantic_ai.DIALECT, pydantic_ai.MARKERS, (pydantic_ai.TOOL_SPAN,)),
+    Recognition(any_agent.recognize, any_agent.DIALECT, (any_agent.TOOL_ARGS, any_agent.OUTPUT)),
 )
 TOOL_NAME = "gen_ai.tool.name"
 # Keys whose presence, with a value of the right type, shows a model call.
@@ -103,11 +101,6 @@ EVIDENCE_KEYS = frozenset(
         *MODEL_COUNT_KEYS,
     }
 )
-# Most spans carry one dialect's keys: a set test skips every source of evidence they lack.
-_VENDOR_KEYS = frozenset(v.key for v in VENDOR_VOCABULARIES)
-_RECOGNIZER_KEYS = frozenset().union(*(r.keys for r in RECOGNIZERS))
-_RECOGNIZER_NAMES = tuple(name for r in RECOGNIZERS for name in r.names)
-_STRUCTURE_KEYS = frozenset({TOOL_NAME, *MODEL_TEXT_KEYS, *MODEL_COUNT_KEYS})
 
 
 class Kind(NamedTuple):
@@ -118,23 +111,26 @@ class Kind(NamedTuple):
     contradicted: bool = False
 
 
+_KINDS: dict[tuple[StepKind, str, bool], Kind] = {}
+
+
 def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
     """What the span is by the rule above; None for a span that is no step."""
     decided: tuple[Meaning, str] | None = None
     contradicted = False
-    if not _VENDOR_KEYS.isdisjoint(attrs):
-        for vocabulary in VENDOR_VOCABULARIES:
-            meaning = vocabulary.meaning(view, attrs)
-            if meaning is None:
-                continue
-            if decided is None:
-                decided = meaning, vocabulary.dialect
-            elif meaning != decided[0]:
-                contradicted = True
-    if decided is None and (
-        not _RECOGNIZER_KEYS.isdisjoint(attrs)
-        or (isinstance(view.name, str) and view.name.startswith(_RECOGNIZER_NAMES))
-    ):
+    # Each source of evidence is asked only when the span carries its key: most spans carry one
+    # dialect's. (A membership test per key: ``frozenset.isdisjoint`` would walk every attribute.)
+    for vocabulary in VENDOR_VOCABULARIES:
+        if vocabulary.key not in attrs:
+            continue
+        meaning = vocabulary.meaning(view, attrs)
+        if meaning is None:
+            continue
+        if decided is None:
+            decided = meaning, vocabulary.dialect
+        elif meaning != decided[0]:
+            contradicted = True
+    if decided is None:
         decided = _recognized(view, attrs)
     operation = OPERATION_VOCABULARY.meaning(view, attrs)
     if operation is not None:
@@ -143,22 +139,32 @@ def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
         elif operation != decided[0]:
             contradicted = True
     if decided is None:
-        kind = None if _STRUCTURE_KEYS.isdisjoint(attrs) else _structure(attrs)
+        kind = _structure(attrs)
         if kind is not None:
             return Kind(kind, semconv.DIALECT)
         kind = haystack.kind(view.name, attrs)
         return Kind(kind, haystack.DIALECT) if kind is not None else None
     meaning, dialect = decided
-    return None if meaning == NOT_A_STEP else Kind(meaning, dialect, contradicted)
+    if meaning == NOT_A_STEP:
+        return None
+    # The few (kind, dialect, contradicted) there are, made once: one is needed for every step span.
+    key = (meaning, dialect, contradicted)
+    found = _KINDS.get(key)
+    if found is None:
+        found = _KINDS[key] = Kind(meaning, dialect, contradicted)
+    return found
 
 
 def _recognized(view: SpanView, attrs: Mapping[str, Any]) -> tuple[Meaning, str] | None:
     name = view.name
+    named = isinstance(name, str)
     for recognition in RECOGNIZERS:
-        if recognition.keys.isdisjoint(attrs) and not (
-            recognition.names and isinstance(name, str) and name.startswith(recognition.names)
-        ):
-            continue
+        for key in recognition.keys:
+            if key in attrs:
+                break
+        else:
+            if not (recognition.names and named and name.startswith(recognition.names)):
+                continue
         kind = recognition.recognize(view, attrs)
         if kind is not None:
             return kind, recognition.dialect
