@@ -6,8 +6,9 @@ newly ended tool call to the trace's ``LiveScope``; the final verdict repeats th
 
 from __future__ import annotations
 
-from otel_traj.builder import RequestKey, Requests, attribute_conversation_id, normalize_arguments
+from otel_traj.builder import attribute_conversation_id
 from otel_traj.checks.scope import ScopeTracker
+from otel_traj.joins import RequestKey, Requests, normalize_arguments
 from otel_traj.pipeline import LiveChecker, LiveFactory
 from otel_traj.policy import Policy
 from otel_traj.records import TraceContext

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_traj.adapters.files import read_trace_inputs
-from otel_traj.builder import normalize_arguments
 from otel_traj.dialects import fields, read_span, to_step
 from otel_traj.dialects.recognize import OPERATION_VOCABULARY, VENDOR_VOCABULARIES
 from otel_traj.dialects.sources import Source
 from otel_traj.grader import Grader
+from otel_traj.joins import normalize_arguments
 from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import parse_policy
 from otel_traj.serialize import verdict_to_dict

@@ -1,10 +1,11 @@
 """``otel-traj grade PATH...``: rebuild (and, with a policy, grade) trajectories from trace files.
 
 Exit codes, for CI: 0 when every trajectory and conversation is ``pass``, ``pass_with_warnings``,
-``incomplete`` or ``unverified`` (not fully read or graded: the output says why); 1 when any is ``unsafe`` or ``fail``; 2 when an input is unreadable, when the inputs hold no
-trajectory at all (an empty directory, only other JSON, spans without GenAI ones), or when the policy
-or case file is invalid. With ``--cases`` each run is also graded against its golden case; pass@k
-and pass^k per case go to stderr. ``-v`` lists on stderr each file read and each skipped, and why.
+``incomplete`` or ``unverified`` (not fully read or graded: the output says why); 1 when any is
+``unsafe`` or ``fail``; 2 when an input is unreadable, when the inputs hold no trajectory at all (an
+empty directory, only other JSON, spans without GenAI ones), or when the policy or case file is
+invalid. With ``--cases`` each run is also graded against its golden case; pass@k and pass^k per case
+go to stderr. ``-v`` lists on stderr each file read and each skipped, and why.
 """
 
 from __future__ import annotations

@@ -1,0 +1,231 @@
+"""Tool executions joined to the model's requests for them.
+
+A tool span says what ran; the model's response says what was asked for, with the call id and the
+arguments the model wrote. Joining the two (by call id, else by name and order in the requesting
+turn) gives each execution its turn and the arguments its span lacks or records as a bare value; a
+request no span shows becomes a call of its own (``observed=False``); the next request's tool
+results and failure flags fill what the executions did not record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from otel_traj.dialects._base import dumps, parse_json
+from otel_traj.steps import ModelCall, RequestedTool, ToolCall, span_hex
+
+
+def parse_arguments(text: str) -> dict[str, Any] | None:
+    """The arguments as a dict when the text is a JSON object; None otherwise (kept as text)."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    value = parse_json(stripped)
+    return value if isinstance(value, dict) else None
+
+
+def normalize_arguments(call: ToolCall) -> None:
+    """``arguments`` from the text when it is a JSON object, the text then dropped. Idempotent: the
+    live checks call it on a run in flight, the builder on every call."""
+    if call.arguments is None and call.arguments_text is not None:
+        call.arguments = parse_arguments(call.arguments_text)
+        if call.arguments is not None:
+            call.arguments_text = None
+
+
+def _wrapped(arguments: dict[str, Any], requested: dict[str, Any]) -> bool:
+    """Whether the execution's arguments are a framework's wrapper around the requested ones
+    (``{"args": [], "kwargs": {...}, ...}``)."""
+    return arguments != requested and any(value == requested for value in arguments.values())
+
+
+def take_request(call: ToolCall, turn: int, request: RequestedTool) -> None:
+    """Join an executed call to the model's request for it: the turn, the request's call id, and the
+    requested arguments when the span recorded none, a bare value or a wrapper around them.
+
+    A call joined by name whose span had an id of its own keeps the request's: no request knew the
+    span's id, so it is the framework's (an instrumentation may record its framework's run id), not
+    the one the model's request and the result sent back use."""
+    call.turn = turn
+    call.call_id = request.call_id or call.call_id
+    requested = parse_arguments(request.arguments_text) if request.arguments_text else None
+    if requested is None:
+        return
+    if call.arguments is None or _wrapped(call.arguments, requested):
+        call.arguments, call.arguments_text, call.arguments_source = requested, None, "request"
+
+
+# A request: the span id of the model call that made it and its index among that call's requests
+# (stable while a run's model calls arrive, unlike the turn).
+RequestKey = tuple[int, int]
+
+
+class Requests:
+    """The calls a run's model calls requested, indexed once by call id and by name (in request order),
+    so joining every executed call costs a lookup each, not a scan of every request. ``taken``: the
+    requests already joined to an execution (the live check carries it from one batch to the next)."""
+
+    def __init__(self, models: list[ModelCall], taken: set[RequestKey] | None = None) -> None:
+        self.models = models
+        self.taken: set[RequestKey] = taken if taken is not None else set()
+        self._found: dict[RequestKey, tuple[int, RequestedTool]] = {}
+        self._by_id: dict[str, list[RequestKey]] = {}
+        self._by_name: dict[str, list[RequestKey]] = {}
+        for turn, model in enumerate(models):
+            for index, request in enumerate(model.requested_tools):
+                key = (model.span_id, index)
+                self._found[key] = (turn, request)
+                if request.call_id:
+                    self._by_id.setdefault(request.call_id, []).append(key)
+                self._by_name.setdefault(request.name, []).append(key)
+        # Per name, how many of its requests (in order) are known to be taken.
+        self._cursor: dict[str, int] = {}
+
+    def find(self, call: ToolCall) -> RequestKey | None:
+        """The request an executed call answers, not yet taken: the one with its call id, else (many
+        dialects record no id on tool spans, or only on success) the first request of its name, if
+        its model call started before the call."""
+        if call.call_id and call.call_id in self._by_id:
+            return next((key for key in self._by_id[call.call_id] if key not in self.taken), None)
+        keys = self._by_name.get(call.name, ())
+        cursor = self._cursor.get(call.name, 0)
+        while cursor < len(keys) and keys[cursor] in self.taken:
+            cursor += 1
+        self._cursor[call.name] = cursor
+        if cursor == len(keys) or self.models[self._found[keys[cursor]][0]].start_ns > call.start_ns:
+            return None
+        return keys[cursor]
+
+    def take(self, call: ToolCall, key: RequestKey) -> None:
+        self.taken.add(key)
+        turn, request = self._found[key]
+        take_request(call, turn, request)
+
+    def untaken(self) -> list[tuple[int, int, RequestedTool]]:
+        """``(turn, index, request)`` of the requests no execution answered, in request order."""
+        return [
+            (turn, key[1], request) for key, (turn, request) in self._found.items() if key not in self.taken
+        ]
+
+
+def join_requests(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCall]:
+    """Join every executed call (in start order) to the model's request for it; return the requests
+    no execution shows (the framework traces model calls only, or the call never ran) as
+    requested-not-observed calls."""
+    requests = Requests(models)
+    for call in tools:
+        key = requests.find(call)
+        if key is not None:
+            requests.take(call, key)
+    return [
+        _requested_call(models[turn], turn, index, request) for turn, index, request in requests.untaken()
+    ]
+
+
+# What identifies a response's calls when it has no ids: their names and arguments, in order.
+CallsKey = tuple[tuple[str, str | None], ...]
+
+
+def _calls_key(calls: tuple[RequestedTool, ...]) -> CallsKey:
+    def arguments(text: str | None) -> str | None:
+        parsed = parse_arguments(text) if text else None
+        return dumps(sorted(parsed.items())) if parsed is not None else text
+
+    return tuple((call.name, arguments(call.arguments_text)) for call in calls)
+
+
+def requests_from_spans(models: list[ModelCall], tools: list[ToolCall]) -> list[ToolCall]:
+    """The calls a response requested, where the instrumentation records each as a span of its own
+    under the model call's (``ToolCall.requested``), become that call's requested tools, in
+    order; the other calls are returned. A request whose model call is not among the steps stays a
+    requested call."""
+    if all(call.observed for call in tools):
+        return tools
+    by_span = {model.span_id: model for model in models}
+    kept: list[ToolCall] = []
+    for call in tools:
+        model = None if call.observed or call.parent_id is None else by_span.get(call.parent_id)
+        if model is None:
+            kept.append(call)
+            continue
+        arguments = call.arguments_text if call.arguments is None else dumps(call.arguments)
+        request = RequestedTool(name=call.name, call_id=call.call_id, arguments_text=arguments)
+        model.requested_tools = (*model.requested_tools, request)
+    return kept
+
+
+def ids_from_resent_calls(models: list[ModelCall]) -> None:
+    """A response recorded without its calls' ids takes them from the first later request that
+    repeats it (the assistant message a loop sends back before the results): the same calls, names
+    and arguments in order. The results sent back name the calls by those ids only."""
+    if all(all(call.call_id for call in model.requested_tools) for model in models):
+        return  # every response has its ids: the requests need not be read
+    resent: dict[CallsKey, list[tuple[int, tuple[RequestedTool, ...]]]] = {}
+    for index, model in enumerate(models):
+        calls = model.resent()
+        if calls and all(call.call_id for call in calls):
+            resent.setdefault(_calls_key(calls), []).append((index, calls))
+    if not resent:
+        return
+    for index, model in enumerate(models):
+        if not model.requested_tools or all(call.call_id for call in model.requested_tools):
+            continue
+        later = resent.get(_calls_key(model.requested_tools), [])
+        found = next((calls for at, calls in later if at > index), None)
+        if found is not None:
+            model.requested_tools = tuple(
+                call if call.call_id else replace(call, call_id=again.call_id)
+                for call, again in zip(model.requested_tools, found, strict=True)
+            )
+
+
+def results_from_requests(models: list[ModelCall], tools: list[ToolCall]) -> None:
+    """A call whose span records no result (or that no span shows) takes the result the next model
+    request sent back for its call id.
+
+    An id may answer several calls of a run: an instrumentation may make up ``<name>_<index>`` for
+    calls the model gave no id, so the same call in two turns has the same id. A request's results
+    answer the latest call of that id begun before it (the previous response's), not the first."""
+    missing: dict[str, list[ToolCall]] = {}
+    for t in tools:  # in start order
+        if t.result is None and t.call_id:
+            missing.setdefault(t.call_id, []).append(t)
+    if not missing:
+        return
+    for model in models:
+        for call_id, result in model.tool_results:
+            waiting = missing.get(call_id, [])
+            latest = max((i for i, c in enumerate(waiting) if c.start_ns <= model.start_ns), default=None)
+            if latest is not None:
+                call = waiting.pop(latest)
+                call.result = result
+                if call_id in model.failed_results:
+                    _failed_by_request(call, result)
+
+
+def _failed_by_request(call: ToolCall, sent: str) -> None:
+    """A call the request sends back as a failure (``ModelCall.failed_results``) failed, with what was
+    sent as its error, when no span shows its outcome: a span that does has the final word."""
+    if not call.observed:
+        call.ok = False
+        call.error_message = sent
+
+
+def _requested_call(model: ModelCall, turn: int, index: int, req: RequestedTool) -> ToolCall:
+    call = ToolCall(
+        name=req.name,
+        span_id=model.span_id,
+        parent_id=model.parent_id,
+        start_ns=model.end_ns,
+        end_ns=model.end_ns,
+        call_id=req.call_id,
+        arguments_text=req.arguments_text,
+        observed=False,
+        dialect=model.dialect,
+        step_id=f"{span_hex(model.span_id)}:{index}",
+        turn=turn,
+        arguments_source="request",
+    )
+    normalize_arguments(call)
+    return call
