@@ -35,7 +35,9 @@ from otel_traj.dialects import (
 from otel_traj.dialects._base import json_string, str_tuple, suffix
 from otel_traj.dialects._messages import Output
 from otel_traj.dialects.sources import Source, attribute, attributes, equals, event_attribute, has, specified
+from otel_traj.dialects.vocabulary import Vocabulary
 from otel_traj.spanview import SpanView
+from otel_traj.steps import StepKind
 
 _TRACELOOP_TOOL = equals(traceloop.KIND, "tool")
 _TRACELOOP_ENTITY = equals(traceloop.KIND, "agent", "workflow")
@@ -53,13 +55,15 @@ def _span_name_after(prefix: str) -> Source:
     return Source(f"span name after `{prefix}`", lambda view, attrs, _: suffix(view.name, prefix))
 
 
-def _own_span_name(markers: tuple[str, ...], dropped: str, label: str) -> Source:
-    """The span name, on spans of dialects that name them after the tool or agent, without the
-    suffix ``dropped`` (Traceloop's ``.tool``, smolagents' ``.run``)."""
+def _own_span_name(vocabularies: tuple[Vocabulary, ...], kind: StepKind, dropped: str, label: str) -> Source:
+    """The span name, on spans of dialects that name them after the tool or agent (a vocabulary says
+    the span is one), without the suffix ``dropped`` (Traceloop's ``.tool``, smolagents' ``.run``)."""
 
     def read(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
         name = view.name
-        if not isinstance(name, str) or name in GENERIC_NAMES or not any(k in attrs for k in markers):
+        if not isinstance(name, str) or name in GENERIC_NAMES:
+            return None
+        if not any(v.key in attrs and v.meaning(view, attrs) == kind for v in vocabularies):
             return None
         return name.removesuffix(dropped)
 
@@ -75,7 +79,8 @@ TOOL_NAME: tuple[Source, ...] = (
     attribute("name", when=logfire.is_tool, note="Logfire `Function: {name}` spans"),
     _span_name_after("execute_tool "),
     _own_span_name(
-        (langfuse.TYPE, traceloop.KIND, mlflow.SPAN_TYPE),
+        (langfuse.VOCABULARY, traceloop.VOCABULARY, mlflow.VOCABULARY),
+        "tool",
         ".tool",
         "span name (Langfuse, Traceloop without its `.tool` suffix, MLflow)",
     ),
@@ -300,7 +305,8 @@ AGENT_NAME: tuple[Source, ...] = (
     _span_name_after("invoke_agent "),
     _span_name_after("invoke_workflow "),
     _own_span_name(
-        (openinference.KIND, langfuse.TYPE, mlflow.SPAN_TYPE),
+        (openinference.VOCABULARY, langfuse.VOCABULARY, mlflow.VOCABULARY),
+        "agent",
         ".run",
         "span name (OpenInference without a `.run` suffix, Langfuse, MLflow)",
     ),

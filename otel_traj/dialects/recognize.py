@@ -112,6 +112,9 @@ class Kind(NamedTuple):
 
 
 _KINDS: dict[tuple[StepKind, str, bool], Kind] = {}
+# Every key a recognizer needs (one of them, or a span name): most spans carry none.
+_RECOGNIZER_KEYS = tuple(dict.fromkeys(key for r in RECOGNIZERS for key in r.keys))
+_RECOGNIZER_NAMES = tuple(name for r in RECOGNIZERS for name in r.names)
 
 
 def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
@@ -158,6 +161,12 @@ def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
 def _recognized(view: SpanView, attrs: Mapping[str, Any]) -> tuple[Meaning, str] | None:
     name = view.name
     named = isinstance(name, str)
+    for key in _RECOGNIZER_KEYS:
+        if key in attrs:
+            break
+    else:
+        if not (named and name.startswith(_RECOGNIZER_NAMES)):
+            return None
     for recognition in RECOGNIZERS:
         for key in recognition.keys:
             if key in attrs:

@@ -41,7 +41,7 @@ _TASK_TOOL = "tool.name"
 
 
 def _task(view: SpanView, attrs: Mapping[str, Any]) -> Meaning:
-    return "tool" if _TASK_TOOL in attrs else NOT_A_STEP
+    return "tool" if isinstance(attrs.get(_TASK_TOOL), str) else NOT_A_STEP
 
 
 VOCABULARY = Vocabulary(KIND, DIALECT, {"tool": "tool", "workflow": "agent", "agent": "agent", "task": _task})

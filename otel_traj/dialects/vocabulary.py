@@ -30,7 +30,7 @@ class Vocabulary:
     def meaning(self, view: SpanView, attrs: Mapping[str, Any]) -> Meaning | None:
         """What the span's value of ``key`` says it is; None when it says nothing (absent, unknown)."""
         value = attrs.get(self.key)
-        if not isinstance(value, str):
+        if type(value) is not str:
             return None
         found = self.values.get(value)
         if found is None or isinstance(found, str):
