@@ -87,6 +87,18 @@ def env_int(name: str, default: int) -> int:
     return env_value(name, default, lambda raw: int(_non_negative(int)(raw)), "a non-negative integer")
 
 
+def env_count(name: str, default: int) -> int:
+    """A positive integer of ``name`` (a cap: 0 would refuse everything)."""
+
+    def positive(raw: str) -> int:
+        value = int(raw)
+        if value < 1:
+            raise ValueError(raw)
+        return value
+
+    return env_value(name, default, positive, "a positive integer")
+
+
 def env_str(name: str, default: str | None) -> str | None:
     return env_value(name, default, str, "text")
 
@@ -116,16 +128,31 @@ class AssemblerConfig:
 
     grace_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_GRACE_S", 0.5))
     ttl_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_TTL_S", 600.0))
-    max_traces: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_TRACES", 10_000))
-    max_steps: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_STEPS", 1_000))
+    max_traces: int = field(default_factory=lambda: env_count("OTEL_TRAJ_MAX_TRACES", 10_000))
+    max_steps: int = field(default_factory=lambda: env_count("OTEL_TRAJ_MAX_STEPS", 1_000))
     # Characters, not bytes: cutting text by bytes could split a character (the env name says so).
-    max_chars: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_VALUE_CHARS", 4_096))
-    max_backlog: int = field(default_factory=lambda: env_int("OTEL_TRAJ_MAX_BACKLOG", 100_000))
+    max_chars: int = field(default_factory=lambda: env_count("OTEL_TRAJ_MAX_VALUE_CHARS", 4_096))
+    max_backlog: int = field(default_factory=lambda: env_count("OTEL_TRAJ_MAX_BACKLOG", 100_000))
     max_event_bytes: int = field(
         default_factory=lambda: env_int("OTEL_TRAJ_MAX_EVENT_BYTES", 64 * 1024 * 1024)
     )
     capture_attributes: tuple[str, ...] = DEFAULT_CAPTURE
     late_memory: int = 10_000
+
+    def __post_init__(self) -> None:
+        # A cap of 0 or a NaN wait is accepted by nothing downstream: it would drop or stall every run.
+        for name in ("grace_s", "ttl_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name}={value!r}: expected a finite number of seconds >= 0")
+        for name in ("max_traces", "max_steps", "max_chars", "max_backlog"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"{name}={value!r}: expected an integer >= 1")
+        for name in ("max_event_bytes", "late_memory"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 0):
+                raise ValueError(f"{name}={value!r}: expected an integer >= 0")
 
     def with_capture(self, keys: tuple[str, ...]) -> AssemblerConfig:
         merged = tuple(dict.fromkeys((*self.capture_attributes, *keys)))

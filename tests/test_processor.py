@@ -240,11 +240,13 @@ def test_concurrent_runs_from_threads_are_kept_apart(harness: MakeHarness) -> No
 
 
 def test_backlog_cap_drops_and_counts_instead_of_growing(harness: MakeHarness) -> None:
-    h = harness(AssemblerConfig(grace_s=60, ttl_s=600, max_backlog=0))
+    h = harness(AssemblerConfig(grace_s=60, ttl_s=600, max_backlog=1))
     emit(h.tracer, clean_refund())
-    assert h.flush() == []
-    # 4 model calls, 4 tool calls and the agent span: every candidate span was refused and counted.
-    assert h.processor.stats.dropped["backlog"] == 9
+    # 4 model calls, 4 tool calls and the agent span: the first waits for the worker, every other
+    # candidate span was refused and counted, and the run they belonged to is known to be short.
+    assert h.processor.stats.dropped["backlog"] == 8
+    [verdict] = h.flush()
+    assert verdict.outcome == "incomplete"
     assert h.processor.pipeline.assembler.in_flight == 0
 
 

@@ -140,6 +140,33 @@ def test_an_invalid_library_setting_is_logged_and_the_default_used(
         AssemblerConfig()
 
 
+def test_a_cap_of_zero_from_the_environment_is_refused_like_any_invalid_value(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("OTEL_TRAJ_MAX_BACKLOG", "0")
+    with caplog.at_level(logging.WARNING, logger="otel_traj"):
+        assert AssemblerConfig().max_backlog == 100_000
+    assert "OTEL_TRAJ_MAX_BACKLOG='0': expected a positive integer" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("max_backlog", 0, "an integer >= 1"),
+        ("max_traces", -1, "an integer >= 1"),
+        ("max_chars", 0, "an integer >= 1"),
+        ("max_steps", 2.5, "an integer >= 1"),
+        ("ttl_s", float("nan"), "a finite number of seconds >= 0"),
+        ("grace_s", -0.1, "a finite number of seconds >= 0"),
+        ("max_event_bytes", -1, "an integer >= 0"),
+    ],
+)
+def test_an_invalid_setting_names_the_field_and_the_value(field: str, value: object, expected: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        AssemblerConfig(**{field: value})  # type: ignore[arg-type]
+    assert str(raised.value) == f"{field}={value!r}: expected {expected}"
+
+
 def test_health_of_two_processors_sharing_a_registry_is_reported_for_both() -> None:
     registry = CollectorRegistry()
     processors = [TrajectoryProcessor(registry=registry, config=AssemblerConfig(grace_s=0)) for _ in range(2)]
