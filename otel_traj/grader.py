@@ -28,34 +28,16 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from otel_traj.checks import (
-    check_arguments,
-    check_budget,
-    check_claims,
-    check_confirmation,
-    check_efficiency,
-    check_grounded,
-    check_injection,
-    check_order,
-    check_postconditions,
-    check_recovery,
-    check_relations,
-    check_repeats,
-    check_scope,
-    check_side_effects,
-    check_tools,
-)
+from otel_traj.check_catalog import CATALOG, KEYED
+from otel_traj.checks import BINDERS
 from otel_traj.checks.base import ArgsKey, args_keys, skipped
 from otel_traj.checks.custom import check_custom
-from otel_traj.policy import AgentPolicy, Policy, PolicyFile, Recovery, Tools
+from otel_traj.policy import AgentPolicy, Policy, PolicyFile
 from otel_traj.stats import PipelineStats
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Outcome, Severity, Verdict
 from otel_traj.verification import unreadable_result, unverified
 from otel_traj.versions import contracts_hash, versions_of
-
-# Checks that compare argument keys; ``grade`` computes the keys once and hands them to each.
-_KEYED: frozenset[Callable[..., CheckResult]] = frozenset({check_repeats, check_recovery, check_side_effects})
 
 # Monotonic nanoseconds; tests replace it to exceed a budget deterministically.
 clock: Callable[[], int] = time.perf_counter_ns
@@ -66,60 +48,14 @@ SEVERITY_WEIGHTS: dict[Severity, float] = {"critical": 4.0, "error": 2.0, "warni
 
 
 def plan_checks(policy: AgentPolicy, stats: PipelineStats | None = None) -> list[partial[CheckResult]]:
-    """The checks an agent's policy configures, bound to their sections (a section left out = no check).
-    Custom checks come last, in the policy's order; ``stats`` counts those that raise."""
-    sev = policy.severity
+    """The checks an agent's policy configures, bound to their sections (a section left out = no check),
+    in the catalog's order. Custom checks come last, in the policy's order; ``stats`` counts those
+    that raise."""
     checks: list[partial[CheckResult]] = []
-    if policy.order:
-        checks.append(partial(check_order, rules=policy.order, severity=sev.order))
-    if policy.scope is not None and policy.scope.arguments:
-        checks.append(partial(check_scope, scope=policy.scope, severity=sev.scope))
-    if policy.repeats is not None:
-        checks.append(partial(check_repeats, repeats=policy.repeats, severity=sev.repeats))
-    if policy.repeats is not None or policy.recovery is not None:
-        max_retries = policy.repeats.max_retries if policy.repeats is not None else 2
-        recovery = policy.recovery or Recovery()
-        checks.append(
-            partial(check_recovery, recovery=recovery, max_retries=max_retries, severity=sev.recovery)
-        )
-    tools = policy.tools
-    if tools is not None:
-        contracts = tools.contracts.values()
-        if any(c.side_effect for c in contracts):
-            checks.append(partial(check_side_effects, tools=tools, severity=sev.side_effects))
-        if any(c.json_schema is not None for c in contracts):
-            checks.append(partial(check_arguments, tools=tools, severity=sev.arguments))
-        if any(c.grounded for c in contracts):
-            checks.append(partial(check_grounded, tools=tools, severity=sev.grounded))
-        if tools.allow or tools.deny:
-            checks.append(partial(check_tools, tools=tools, severity=sev.tools))
-        if any(c.postconditions for c in contracts):
-            checks.append(partial(check_postconditions, tools=tools, severity=sev.postconditions))
-        if any(c.relations for c in contracts):
-            checks.append(partial(check_relations, tools=tools, severity=sev.relations))
-    if policy.budget is not None:
-        checks.append(partial(check_budget, budget=policy.budget, severity=sev.budget))
-    if policy.claims:
-        checks.append(partial(check_claims, rules=policy.claims, severity=sev.claims))
-    if policy.confirmation is not None and policy.confirmation.tools:
-        checks.append(
-            partial(check_confirmation, confirmation=policy.confirmation, severity=sev.confirmation)
-        )
-    if policy.efficiency is not None:
-        checks.append(
-            partial(
-                check_efficiency,
-                efficiency=policy.efficiency,
-                tools=tools or Tools(),
-                severity=sev.efficiency,
-            )
-        )
-    if policy.injection is not None:
-        checks.append(
-            partial(
-                check_injection, injection=policy.injection, tools=tools or Tools(), severity=sev.injection
-            )
-        )
+    for info in CATALOG:
+        bound = BINDERS[info.name](policy, policy.severity_of(info.name))
+        if bound is not None:
+            checks.append(bound)
     for rule in policy.custom:
         checks.append(partial(check_custom, rule=rule, severity=rule.severity, stats=stats))
     return checks
@@ -179,7 +115,8 @@ class Grader:
         """The planned checks, each with whether it takes the argument keys, and the budget."""
         entry = self._plans.get(id(agent_policy))
         if entry is None or entry[0] is not agent_policy:
-            plan = [(check, check.func in _KEYED) for check in plan_checks(agent_policy, self.stats)]
+            # The checks that compare argument keys get them computed once (``CheckInfo.keyed``).
+            plan = [(check, check_name(check) in KEYED) for check in plan_checks(agent_policy, self.stats)]
             entry = (agent_policy, plan, agent_policy.grading.max_ms_per_run)
             self._plans[id(agent_policy)] = entry
         return entry

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
+from otel_traj.check_catalog import CATALOG
+
 if TYPE_CHECKING:
     from otel_traj.trajectory import Trajectory
     from otel_traj.verdict import CheckResult
@@ -33,20 +35,7 @@ STAGES: tuple[Stage, ...] = (
     "other",
 )
 
-CHECK_STAGES: dict[str, Stage] = {
-    "tools": "tool_selection",
-    "order": "tool_selection",
-    "confirmation": "tool_selection",
-    "injection": "tool_selection",
-    "arguments": "parameters",
-    "grounded": "parameters",
-    "scope": "parameters",
-    "relations": "parameters",
-    "recovery": "recovery",
-    "postconditions": "terminal_state",
-    "side_effects": "terminal_state",
-    "claims": "statement",
-}
+CHECK_STAGES: dict[str, Stage] = {c.name: c.stage for c in CATALOG if c.stage is not None}
 
 _BREAKING = frozenset({"critical", "error"})
 

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from otel_traj.check_catalog import Severity as Severity  # re-exported: results carry it
 from otel_traj.stages import Stage, failure_stage
 from otel_traj.trajectory import Trajectory
 from otel_traj.versions import Versions
 
 Status = Literal["pass", "fail", "skipped"]
-Severity = Literal["critical", "error", "warning", "info"]
 Outcome = Literal["unsafe", "fail", "pass_with_warnings", "pass", "incomplete", "unverified"]
 # Every outcome, worst first (``otel_traj.grader`` says when each is given).
 OUTCOMES: tuple[Outcome, ...] = ("unsafe", "incomplete", "fail", "unverified", "pass_with_warnings", "pass")

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from otel_traj.check_catalog import TOOLS_ONLY
 from otel_traj.checks.base import skipped
 from otel_traj.steps import Unreadable
 from otel_traj.verdict import CheckResult
 
 NAME = "unreadable_steps"
-# Checks that read tool calls only: an agent span that could not be read (its input, answer or
-# usage) leaves them standing. A model span may hide the calls it requested: it leaves none.
-TOOLS_ONLY = frozenset(
-    {"arguments", "order", "postconditions", "relations", "repeats", "scope", "side_effects", "tools"}
-)
 _LISTED = 3
 
 
@@ -45,6 +41,8 @@ def unreadable_result(steps: Sequence[Unreadable]) -> CheckResult:
 def unverified(checks: Sequence[CheckResult], steps: Sequence[Unreadable]) -> list[CheckResult]:
     """``checks`` with the passes that the unreadable ``steps`` may have hidden a failure from
     reported skipped, and the ``unreadable_steps`` result last."""
+    # A check that reads tool calls only (``CheckInfo.tools_only``) stands when only agent spans
+    # (their input, answer or usage) could not be read; a model span may hide the calls it requested.
     agents_only = all(s.expected == "agent" for s in steps)
     noun = "span" if len(steps) == 1 else "spans"
     reason = f"not verified: {len(steps)} {noun} of the run could not be read (see {NAME})"

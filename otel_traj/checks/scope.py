@@ -55,7 +55,7 @@ class ScopeTracker:
     __slots__ = ("checked", "not_captured", "scope", "severity", "source", "steps", "subject", "violations")
 
     def __init__(self, policy: AgentPolicy) -> None:
-        self._init(policy.scope, policy.severity.scope)
+        self._init(policy.scope, policy.severity_of("scope"))
 
     @classmethod
     def for_scope(cls, scope: Scope, severity: Severity) -> ScopeTracker:

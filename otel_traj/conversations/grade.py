@@ -87,7 +87,7 @@ def grade_with_policy(
         policy_version=policy.policy_version,
         tool_contracts=contracts_hash(rules),
         confirmation=rules.confirmation,
-        confirmation_severity=rules.severity.confirmation,
+        confirmation_severity=rules.severity_of("confirmation"),
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import fastjsonschema
 from pydantic import (
@@ -19,13 +19,13 @@ from pydantic import (
     Field,
     PlainSerializer,
     WithJsonSchema,
+    create_model,
     model_validator,
 )
 
+from otel_traj.check_catalog import CATALOG, NAMES, Severity
 from otel_traj.plugins import FunctionPath, registered_check
 from otel_traj.policy.rules import Confirmation, Efficiency, Injection, Pattern, Postcondition, Relation
-
-Severity = Literal["critical", "error", "warning", "info"]
 
 
 def _names(value: Any) -> Any:
@@ -177,22 +177,20 @@ class ClaimRule(_Section):
     requires_success: str = Field(description="tool that must have succeeded for the claim to hold")
 
 
-class Severities(_Section):
-    scope: Severity = "critical"
-    claims: Severity = "critical"
-    side_effects: Severity = "critical"
-    tools: Severity = "critical"
-    order: Severity = "error"
-    arguments: Severity = "error"
-    grounded: Severity = "error"
-    recovery: Severity = "error"
-    budget: Severity = "warning"
-    repeats: Severity = "warning"
-    postconditions: Severity = "error"
-    relations: Severity = "error"
-    confirmation: Severity = "critical"
-    injection: Severity = "critical"
-    efficiency: Severity = "warning"
+# The severity of each check's failures: one field per check of the catalog, with its default. The
+# type checker sees a section without fields: read one with ``AgentPolicy.severity_of``.
+if TYPE_CHECKING:
+
+    class Severities(_Section):
+        pass
+
+else:
+    Severities = create_model(
+        "Severities",
+        __base__=_Section,
+        __module__=__name__,
+        **{c.name: (Severity, c.severity) for c in CATALOG},
+    )
 
 
 class Grading(_Section):
@@ -262,7 +260,7 @@ class CustomCheckRule(_Section):
 
     @model_validator(mode="after")
     def _not_built_in(self) -> CustomCheckRule:
-        if self.name in Severities.model_fields:
+        if self.name in NAMES:
             raise ValueError(f"name {self.name!r} is a built-in check's")
         return self
 
@@ -298,6 +296,10 @@ class AgentPolicy(_Section):
     severity: Severities = Field(default_factory=Severities)
     grading: Grading = Field(default_factory=Grading)
     conversation: Conversation | None = None
+
+    def severity_of(self, check: str) -> Severity:
+        """The severity of a built-in check's failures (``check_catalog``)."""
+        return cast(Severity, getattr(self.severity, check))
 
     def contract(self, tool: str) -> ToolContract | None:
         return self.tools.contracts.get(tool) if self.tools is not None else None

@@ -23,9 +23,9 @@ from prometheus_client import start_http_server as _start_http_server
 from prometheus_client.metrics import MetricWrapperBase
 
 from otel_traj.cases.dimensions import SEVERITY as CASE_SEVERITY
+from otel_traj.check_catalog import NAMES
 from otel_traj.config import env_int, env_list
 from otel_traj.cost import run_cost
-from otel_traj.policy.models import Severities
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.sinks.prometheus_conversations import ConversationMetrics
 from otel_traj.steps import ToolCall, span_hex, trace_hex
@@ -45,7 +45,7 @@ SCOPE_CHECK = "scope"
 # dimension. A name outside this set is exposed as ``other`` so that a custom or misspelled check
 # cannot grow the label set.
 # ``dropped_steps``: the pipeline's own note on a run that lost steps to the caps.
-CHECK_NAMES = frozenset(Severities.model_fields) | frozenset(CASE_SEVERITY) | {"dropped_steps", UNREADABLE}
+CHECK_NAMES = frozenset(NAMES) | frozenset(CASE_SEVERITY) | {"dropped_steps", UNREADABLE}
 
 # Agent runs range from a few hundred tokens to long tool loops of a million; steps of roughly 1.6x
 # keep histogram_quantile() within the 1.5x budget-regression threshold the alert rules use.
