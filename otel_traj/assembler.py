@@ -27,15 +27,12 @@ from typing import Any, NamedTuple
 from otel_traj.config import AssemblerConfig
 from otel_traj.dialects.context import metadata_values
 from otel_traj.open_spans import OpenSpans
-from otel_traj.records import RecordMaker, SpanRecord, TraceContext, nonempty_str
+from otel_traj.records import Finished, LiveBatch, RecordMaker, SpanRecord, TraceContext, nonempty_str
 from otel_traj.spanview import SpanView, Wanted
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, Step, ToolCall, Unreadable
-from otel_traj.throttle import Throttle
 
 logger = logging.getLogger("otel_traj")
-# Unreadable spans: counted every time, logged at most once a minute per (step kind, field).
-_UNREADABLE_LOG = Throttle(logger)
 
 
 class SpanReader(NamedTuple):
@@ -64,27 +61,6 @@ class _Buffer:
     # Run metadata as JSON text (``dialects.context``), parsed off the hot path.
     metadata: str | None = None
     # Steps dropped unread because the worker was ``max_backlog`` spans behind.
-    backlog_steps: int = 0
-
-
-@dataclass(slots=True)
-class LiveBatch:
-    """A run in flight: the tool calls ended since the last look, and its model calls so far in start
-    order (their requests hold the calls' arguments and the user's message)."""
-
-    context: TraceContext
-    calls: list[ToolCall]
-    models: list[ModelCall]
-
-
-@dataclass(slots=True)
-class Finished:
-    """A trace handed over for building and grading."""
-
-    context: TraceContext
-    steps: list[Step]
-    complete: bool
-    # Steps the backlog dropped: the run is incomplete whatever the steps left say.
     backlog_steps: int = 0
 
 
@@ -144,7 +120,6 @@ class Assembler:
         track_starts = self.track_starts
         ready_at = self.clock() + self.config.grace_s
         accepted = ignored = late = malformed = unreadable = contradictions = 0
-        unread: list[Unreadable] = []
         with self._lock:
             buffers, done = self._buffers, self._done
             if max_traces is not None and buffers:
@@ -176,7 +151,6 @@ class Assembler:
                         else:
                             if isinstance(step, Unreadable):
                                 unreadable += 1
-                                unread.append(step)
                             else:
                                 accepted += 1
                             self._add_step(buf, step)
@@ -199,17 +173,6 @@ class Assembler:
             },
             contradictions,
         )
-        for step in unread:
-            _UNREADABLE_LOG.warning(
-                (step.expected, step.field),
-                "unreadable %s span %s %r (%s): %s: %s",
-                step.expected or "GenAI",
-                step.step_id,
-                step.span_name,
-                step.dialect or "no dialect",
-                step.field,
-                step.reason,
-            )
         return True
 
     # -- internals (lock held) ------------------------------------------------------------------

@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from otel_traj.assembler import Assembler, Finished, LiveBatch, SpanReader
+from otel_traj.assembler import Assembler, SpanReader
 from otel_traj.builder import build_trajectory
 from otel_traj.config import AssemblerConfig
 from otel_traj.forks import after_fork_in_child, start_daemon
-from otel_traj.records import TraceContext
+from otel_traj.records import Finished, LiveBatch, TraceContext
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, ToolCall, span_hex

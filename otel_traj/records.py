@@ -8,6 +8,7 @@ process (``SpanView.is_local_root``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,26 @@ from otel_traj.dialects import DEFAULT_MAX_CHARS, may_be_step, read_span
 from otel_traj.dialects._base import clip_text
 from otel_traj.dialects.context import capture_sources, captured_values, metadata_text
 from otel_traj.spanview import SpanView
-from otel_traj.steps import Step
+from otel_traj.steps import ModelCall, Step, ToolCall, Unreadable
+from otel_traj.throttle import Throttle
+
+logger = logging.getLogger("otel_traj")
+# Unreadable spans: counted by the assembler every time, logged at most once a minute per (step kind,
+# field) with the span's id.
+_UNREADABLE_LOG = Throttle(logger)
+
+
+def _log_unreadable(step: Unreadable) -> None:
+    _UNREADABLE_LOG.warning(
+        (step.expected, step.field),
+        "unreadable %s span %s %r (%s): %s: %s",
+        step.expected or "GenAI",
+        step.step_id,
+        step.span_name,
+        step.dialect or "no dialect",
+        step.field,
+        step.reason,
+    )
 
 
 def nonempty_str(value: object) -> str | None:
@@ -80,6 +100,8 @@ class RecordMaker:
 
     def __call__(self, view: SpanView) -> SpanRecord:
         step, contradicted = read_span(view, self._max_chars)
+        if isinstance(step, Unreadable):
+            _log_unreadable(step)
         return self.record(view, step, contradicted)
 
     def record(self, view: SpanView, step: Step | None, contradicted: bool = False) -> SpanRecord:
@@ -102,3 +124,24 @@ class RecordMaker:
             resource=view.resource,
             contradicted=contradicted,
         )
+
+
+@dataclass(slots=True)
+class LiveBatch:
+    """A run in flight: the tool calls ended since the last look, and its model calls so far in start
+    order (their requests hold the calls' arguments and the user's message)."""
+
+    context: TraceContext
+    calls: list[ToolCall]
+    models: list[ModelCall]
+
+
+@dataclass(slots=True)
+class Finished:
+    """A trace handed over for building and grading."""
+
+    context: TraceContext
+    steps: list[Step]
+    complete: bool
+    # Steps the backlog dropped: the run is incomplete whatever the steps left say.
+    backlog_steps: int = 0
