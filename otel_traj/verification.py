@@ -25,15 +25,19 @@ def describe(step: Unreadable) -> str:
     return f"span {step.step_id} {step.span_name!r}{kind}: {step.field}: {step.reason}"
 
 
+def _listed(items: Sequence[str]) -> str:
+    more = f"; and {len(items) - _LISTED} more" if len(items) > _LISTED else ""
+    return "; ".join(items[:_LISTED]) + more
+
+
 def unreadable_result(steps: Sequence[Unreadable]) -> CheckResult:
-    listed = "; ".join(describe(s) for s in steps[:_LISTED])
-    more = f"; and {len(steps) - _LISTED} more" if len(steps) > _LISTED else ""
     noun = "span" if len(steps) == 1 else "spans"
     return CheckResult(
         name=NAME,
         status="fail",
         severity="info",
-        reason=f"{len(steps)} {noun} with GenAI evidence could not be read: {listed}{more}",
+        reason=f"{len(steps)} {noun} with GenAI evidence could not be read: "
+        + _listed([describe(s) for s in steps]),
         steps=tuple(s.step_id for s in steps),
     )
 
@@ -53,4 +57,15 @@ def unverified(checks: Sequence[CheckResult], steps: Sequence[Unreadable]) -> li
         for c in checks
     ]
     result.append(unreadable_result(steps))
+    return result
+
+
+def unverified_traces(checks: Sequence[CheckResult], trace_ids: Sequence[str]) -> list[CheckResult]:
+    """A conversation's ``checks`` when some of its traces held unreadable spans: every pass reported
+    skipped (a conversation check reads every trace), and the ``unreadable_steps`` result naming them."""
+    noun = "trace" if len(trace_ids) == 1 else "traces"
+    reason = f"not verified: {len(trace_ids)} {noun} of the conversation held spans that could not be read"
+    result = [skipped(c.name, c.severity, reason) if c.status == "pass" else c for c in checks]
+    listed = _listed(list(trace_ids))
+    result.append(CheckResult(name=NAME, status="fail", severity="info", reason=f"{reason}: {listed}"))
     return result

@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_traj.adapters.files import read_trace_inputs
+from otel_traj.conversations.grade import conversation_verdicts
+from otel_traj.conversations.summary import TraceSummary
 from otel_traj.dialects import fields, read_span, to_step
 from otel_traj.dialects.recognize import OPERATION_VOCABULARY, VENDOR_VOCABULARIES
 from otel_traj.dialects.sources import Source
@@ -268,3 +270,38 @@ def test_a_reader_that_raises_yields_an_unreadable_step_and_no_pass(
     assert any(s.expected == expected and s.field == "`broken`" for s in trajectory.unreadable)
     verdict = Grader(POLICY).grade(trajectory)
     assert verdict.outcome not in ("pass", "pass_with_warnings")
+
+
+def test_a_conversation_with_a_trace_it_could_not_read_is_unverified() -> None:
+    policy = parse_policy(
+        {
+            "version": 3,
+            "defaults": {
+                "scope": {
+                    "subject": {"attributes": ["app.customer_id"]},
+                    "arguments": {"list_invoices": "customer_id"},
+                },
+                "conversation": {"budget": {"max_tool_calls": 20}},
+            },
+        }
+    )
+    conversation = {"gen_ai.conversation.id": "conv-1"}
+    first = [record("invoke_agent support_agent", {**AGENT, **conversation})]
+    second = [
+        record("invoke_agent support_agent", {**AGENT, **conversation}),
+        record("execute_tool", {"gen_ai.operation.name": "execute_tool"}),
+    ]
+    verdicts = [
+        Grader(policy).grade(t)
+        for views in (first, second)
+        for t in trajectories_from_views(_one_trace(views))
+    ]
+    assert [v.outcome for v in verdicts] == ["pass", "unverified"]
+    [conversation_verdict] = conversation_verdicts(verdicts, policy)
+    assert conversation_verdict.outcome == "unverified"
+    checks = {c.name: c for c in conversation_verdict.checks}
+    assert checks["conversation_budget"].status == "skipped"
+    assert checks["unreadable_steps"].reason.endswith(verdicts[1].trajectory.trace_hex)
+    # What another replica receives keeps it (the summary's count travels in the event).
+    [summary] = [t for t in conversation_verdict.traces if t.unreadable]
+    assert TraceSummary.from_dict(summary.to_dict()).unreadable == 1

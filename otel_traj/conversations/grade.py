@@ -17,6 +17,7 @@ from otel_traj.grader import classify, score
 from otel_traj.policy import AgentPolicy, Conversation, Policy
 from otel_traj.policy.rules import Confirmation
 from otel_traj.verdict import CheckResult, Severity, Verdict
+from otel_traj.verification import unverified_traces
 from otel_traj.versions import contracts_hash, merged_versions
 
 
@@ -56,12 +57,15 @@ def grade_conversation(
         results.append(checks.check_repeats(ordered, rules.repeats, severity.repeats))
     if confirmation is not None and confirmation.tools:
         results.append(checks.check_confirmation(ordered, confirmation.user_pattern, confirmation_severity))
+    unread = [t for t in ordered if t.unreadable]
+    if unread:
+        results = unverified_traces(results, [t.trace_id for t in unread])
     return ConversationVerdict(
         conversation_id=ordered[0].conversation_id,
         agent=ordered[0].agent,
         traces=ordered,
         checks=results,
-        outcome=classify(results, complete),
+        outcome=classify(results, complete, verified=not unread),
         score=score(results),
         complete=complete,
         policy_version=policy_version,

@@ -81,6 +81,8 @@ class TraceSummary:
     cost_usd: float | None = None
     cost_reason: str | None = None
     versions: Versions = field(default_factory=Versions)
+    # Spans of the trace with GenAI evidence that could not be read: the conversation is unverified.
+    unreadable: int = 0
 
     @property
     def size_bytes(self) -> int:
@@ -122,6 +124,7 @@ class TraceSummary:
             "cost_usd": self.cost_usd,
             "cost_reason": self.cost_reason,
             "versions": self.versions.to_dict(),
+            "unreadable": self.unreadable,
         }
 
     @classmethod
@@ -164,6 +167,7 @@ class TraceSummary:
             cost_usd=None if data.get("cost_usd") is None else _finite(data["cost_usd"]),
             cost_reason=None if data.get("cost_reason") is None else str(data["cost_reason"]),
             versions=Versions.from_dict(_mapping(data.get("versions") or {})),
+            unreadable=_count(data.get("unreadable", 0)),
         )
 
 
@@ -243,6 +247,7 @@ def summarize(verdict: Verdict, policy: AgentPolicy | None) -> TraceSummary | No
         messages=messages,
         approvals=approvals,
         unconfirmed=unconfirmed,
+        unreadable=len(traj.unreadable),
         cost_usd=cost.total_usd,
         cost_reason=cost.reason,
         versions=verdict.versions,
