@@ -17,7 +17,7 @@ from otel_traj.dialects._base import (
     clip,
     clip_text,
     dumps,
-    loads,
+    loads_once,
     span_error,
     valid_json_text,
     valid_text,
@@ -292,7 +292,8 @@ def unwrap_arguments(value: Any, max_chars: int) -> tuple[Any, Any]:
         return value, None
     if _WRAPPER_MARKER.search(value) is None:
         return value, None  # plain arguments: parsed once, by the trajectory builder
-    data = loads(value)
+    # Parsed once with the evidence's check that the arguments are well formed (``loads_once``).
+    data = loads_once(value)
     if not isinstance(data, dict):
         return value, None
     kwargs = data.get("kwargs")

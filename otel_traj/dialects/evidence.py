@@ -27,7 +27,7 @@ from otel_traj.dialects import (
     semconv,
     traceloop,
 )
-from otel_traj.dialects._base import PARSE_LIMIT, as_name, as_str, parse_json
+from otel_traj.dialects._base import PARSE_LIMIT, as_name, as_str, loads_once, parse_json
 from otel_traj.dialects._messages import Output
 from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
 from otel_traj.dialects._usage import Usage, agent_usage, usage, usage_from_json
@@ -82,7 +82,8 @@ def _well_formed(value: Any) -> Any:
         return value
     if not isinstance(value, str):
         return None
-    if value[:1] in ("{", "[") and len(value) <= PARSE_LIMIT and parse_json(value) is None:
+    # Parsed once: unwrapping a framework's wrapper reads the same text (``loads_once``).
+    if value[:1] in ("{", "[") and len(value) <= PARSE_LIMIT and loads_once(value) is None:
         return None
     return value
 

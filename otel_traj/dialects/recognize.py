@@ -2,15 +2,16 @@
 
 Evidence, strongest first:
 
-1. **Vocabularies**: a kind key's value that its vendor or the conventions define (``TOOL``,
-   ``execute_tool``, ``chain``; see ``vocabulary``). Vendors' keys come before
-   ``gen_ai.operation.name``, which several vendors also set.
+1. **Vendors' vocabularies**: a vendor's kind key whose value it defines (``TOOL``, ``chain``,
+   ``generation``; see ``vocabulary``).
 2. **Recognizers**: a vendor's own keys or span names where it has no kind key (Google ADK's tool
    arguments, Logfire's message templates, pydantic-ai's ``running tool``, LlamaIndex's chat events,
    any-agent's ``call_llm`` operation and ``gen_ai.tool.args``).
-3. **Structure**: a tool name makes a tool call; a request or response model, token usage or
+3. **The conventions' operation**: ``gen_ai.operation.name`` with a value the conventions define
+   (``execute_tool``, ``chat``, ``embeddings``), after the vendors', which several of them also set.
+4. **Structure**: a tool name makes a tool call; a request or response model, token usage or
    messages make a model call.
-4. **Span names** (``execute_tool …``, Haystack's): only for spans with no key of any dialect.
+5. **Span names** (``execute_tool …``, Haystack's): only for spans with no key of any dialect.
 
 The rule: the first piece of evidence, in this order, that defines what the span is decides, "not a
 step" included (a ``CHAIN``, a ``task``, ``embeddings``: a LangSmith prompt run that its SDK also marks
