@@ -103,16 +103,11 @@ def _one_trace(views: list[SpanView]) -> list[SpanView]:
     return [dataclasses.replace(v, trace_id=trace_id, parent_id=None) for v in views]
 
 
+SCOPE = {"subject": {"attributes": ["app.customer_id"]}, "arguments": {"list_invoices": "customer_id"}}
 POLICY = parse_policy(
     {
         "version": 3,
-        "defaults": {
-            "scope": {
-                "subject": {"attributes": ["app.customer_id"]},
-                "arguments": {"list_invoices": "customer_id"},
-            },
-            "repeats": {"max_identical": 1},
-        },
+        "defaults": {"scope": SCOPE, "repeats": {"max_identical": 1}},
     }
 )
 
@@ -274,16 +269,7 @@ def test_a_reader_that_raises_yields_an_unreadable_step_and_no_pass(
 
 def test_a_conversation_with_a_trace_it_could_not_read_is_unverified() -> None:
     policy = parse_policy(
-        {
-            "version": 3,
-            "defaults": {
-                "scope": {
-                    "subject": {"attributes": ["app.customer_id"]},
-                    "arguments": {"list_invoices": "customer_id"},
-                },
-                "conversation": {"budget": {"max_tool_calls": 20}},
-            },
-        }
+        {"version": 3, "defaults": {"scope": SCOPE, "conversation": {"budget": {"max_tool_calls": 20}}}}
     )
     conversation = {"gen_ai.conversation.id": "conv-1"}
     first = [record("invoke_agent support_agent", {**AGENT, **conversation})]
