@@ -53,11 +53,12 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 fixtures:
 	$(PYTHON) tests/fixtures/real/generate.py
 
 # .venv-strands: the separate Strands venv of earlier checkouts.
 clean:
-	rm -rf $(VENV) .venv-strands $(JS_TESTS)/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis build
+	rm -rf $(VENV) .venv-strands $(JS_TESTS)/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build
 	rm -f otel-traj.db otel-traj.db-wal otel-traj.db-shm otel-traj-report.html
