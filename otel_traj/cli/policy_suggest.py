@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from otel_traj.policy.models import Scope
     from otel_traj.policy.suggest import SuggestSettings, suggest
     from otel_traj.policy.suggest_yaml import render_yaml
-    from otel_traj.policy.traffic import TrafficError, runs_from_files, runs_from_store, select
+    from otel_traj.traffic import TrafficError, runs_from_files, runs_from_store, select
 
     try:
         since = parse_since(args.since) if args.since else None
