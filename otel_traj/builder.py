@@ -123,17 +123,6 @@ def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
     return kept
 
 
-def _not_layers(unreadable: list[Unreadable], tools: list[ToolCall]) -> list[Unreadable]:
-    """The unreadable spans, in order, but for nameless tool spans inside a tool call's span: a
-    layer of that call (an instrumentation may record a tool's error event as a nameless tool span), which
-    hides no call of its own."""
-    calls = {t.span_id for t in tools}
-    return sorted(
-        (s for s in unreadable if not (s.expected == "tool" and s.parent_id in calls)),
-        key=_order,
-    )
-
-
 def _start_uncertainty(start_ns: int) -> int:
     """How much later a span may really have started than it says. Some SDKs stamp starts to the
     millisecond and measure durations finely (the OpenTelemetry JavaScript SDK reads ``Date.now()``):
@@ -268,7 +257,7 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
             agents.append(step)
         else:
             unreadable.append(step)
-    unreadable = _not_layers(unreadable, tools)
+    unreadable.sort(key=_order)
     tools.sort(key=_order)
     models.sort(key=_order)
     agents.sort(key=_order)

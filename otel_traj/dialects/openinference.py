@@ -47,9 +47,20 @@ PROMPT_KEYS: tuple[tuple[str | None, str], ...] = ((None, "llm.prompt_template.v
 HANDOFF_PREFIX = "handoff to "
 
 
+# BeeAI's instrumentation records its tools' emitter events (``tool.custom.<tool>.error``) as TOOL
+# spans of their own, inside the tool's span and without a tool name: an event of that call.
+_EMITTER_PATH = "metadata.path"
+_TOOL_EVENTS = (".start", ".success", ".error", ".retry", ".finish")
+
+
 def _tool(view: SpanView, attrs: Mapping[str, Any]) -> Meaning:
+    if "tool.name" in attrs:
+        return "tool"
     name = view.name
-    if isinstance(name, str) and name.startswith(HANDOFF_PREFIX) and "tool.name" not in attrs:
+    if isinstance(name, str) and name.startswith(HANDOFF_PREFIX):
+        return NOT_A_STEP
+    path = attrs.get(_EMITTER_PATH)
+    if isinstance(path, str) and path.startswith("tool.") and path.endswith(_TOOL_EVENTS):
         return NOT_A_STEP
     return "tool"
 
