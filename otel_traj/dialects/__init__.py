@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects import adk, agentops, haystack, llamaindex, logfire, pydantic_ai, semconv
+from otel_traj.dialects import adk, haystack, pydantic_ai, semconv
 from otel_traj.dialects._base import clip_text
 from otel_traj.dialects.evidence import agent_step, model_step, tool_step
-from otel_traj.dialects.recognize import EVIDENCE_KEYS, Kind, classify
+from otel_traj.dialects.recognize import EVIDENCE_KEYS, RECOGNIZER_KEYS, Kind, classify
 from otel_traj.dialects.sources import UnreadableField
 from otel_traj.spanview import SpanView
 from otel_traj.steps import Step, Unreadable
@@ -29,14 +29,9 @@ DEFAULT_MAX_CHARS = 4096
 MARKERS = frozenset(
     {
         *EVIDENCE_KEYS,
-        agentops.CALL_ID,
-        adk.TOOL_ARGS,
-        adk.LLM_REQUEST,
-        logfire.TEMPLATE,
-        llamaindex.RUN_ID,
+        *RECOGNIZER_KEYS,
         "gen_ai.system",
         "gen_ai.provider.name",
-        *pydantic_ai.MARKERS,
         *haystack.MARKERS,
     }
 )

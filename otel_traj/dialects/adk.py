@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from otel_traj.dialects import semconv
 from otel_traj.dialects._base import json_object_text, loads
 from otel_traj.dialects._messages import Output, assistant_output, last_user_text
 from otel_traj.dialects._usage import Usage, usage_from_json
@@ -45,10 +46,10 @@ def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
     arguments = json_object_text(attrs.get(TOOL_ARGS))
     if not arguments and not json_object_text(attrs.get(LLM_REQUEST)):
         return None
-    operation = attrs.get("gen_ai.operation.name")
-    if arguments or operation == "execute_tool":
+    operation = semconv.VOCABULARY.meaning(view, attrs)
+    if arguments or operation == "tool":
         return "tool"
-    return "agent" if operation in ("invoke_agent", "invoke_workflow") else "model"
+    return "agent" if operation == "agent" else "model"
 
 
 def request_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:

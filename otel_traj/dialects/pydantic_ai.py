@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from otel_traj.dialects import semconv
 from otel_traj.dialects._base import json_object_text, loads
 from otel_traj.dialects._messages import content_text, last_user_text_in
 from otel_traj.spanview import SpanView
@@ -33,23 +34,18 @@ AGENT_SPAN = "agent run"
 # Tools pydantic-ai defines to return structured output (``final_result``, ``final_result_<Type>``).
 OUTPUT_TOOLS = ("final_result",)
 OUTPUT_TOOL_PREFIXES = ("final_result_",)
-_MARKERS = frozenset(MARKERS)
 
 
 def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
     """pydantic-ai's span names and its own keys (1.x ``tool_arguments``, ``final_result``), with the
-    operation it also sets."""
+    operation it also sets. Asked for spans with one of ``MARKERS`` or named ``running tool``."""
     name = view.name
-    if name != TOOL_SPAN and _MARKERS.isdisjoint(attrs):
-        return None
-    operation = attrs.get("gen_ai.operation.name")
-    if operation == "execute_tool" or name == TOOL_SPAN or json_object_text(attrs.get("tool_arguments")):
+    operation = semconv.VOCABULARY.meaning(view, attrs)
+    if operation == "tool" or name == TOOL_SPAN or json_object_text(attrs.get("tool_arguments")):
         return "tool"
-    if operation in ("invoke_agent", "invoke_workflow") or name == AGENT_SPAN or "final_result" in attrs:
+    if operation == "agent" or name == AGENT_SPAN or "final_result" in attrs:
         return "agent"
-    if operation in ("chat", "generate_content", "text_completion"):
-        return "model"
-    return None
+    return "model" if operation == "model" else None
 
 
 def all_messages_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> LazyText:

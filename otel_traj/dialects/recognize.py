@@ -113,8 +113,9 @@ class Kind(NamedTuple):
 
 
 _KINDS: dict[tuple[StepKind, str, bool], Kind] = {}
-# Every key a recognizer needs (one of them, or a span name): most spans carry none.
-_RECOGNIZER_KEYS = tuple(dict.fromkeys(key for r in RECOGNIZERS for key in r.keys))
+# Every key a recognizer needs (one of them, or a span name): most spans carry none. With the
+# evidence keys, what ``dialects.MARKERS`` a span must carry one of to be read at all.
+RECOGNIZER_KEYS = tuple(dict.fromkeys(key for r in RECOGNIZERS for key in r.keys))
 _RECOGNIZER_NAMES = tuple(name for r in RECOGNIZERS for name in r.names)
 
 
@@ -162,7 +163,7 @@ def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
 def _recognized(view: SpanView, attrs: Mapping[str, Any]) -> tuple[Meaning, str] | None:
     name = view.name
     named = isinstance(name, str)
-    for key in _RECOGNIZER_KEYS:
+    for key in RECOGNIZER_KEYS:
         if key in attrs:
             break
     else:
