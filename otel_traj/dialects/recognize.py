@@ -91,8 +91,8 @@ MODEL_COUNT_KEYS = (
     "gen_ai.usage.prompt_tokens",
     "gen_ai.usage.completion_tokens",
 )
-# Attribute keys of any vocabulary or structure: a span without one (and without a step's span name)
-# is no step. The recognizers' own markers are listed in ``otel_traj.dialects``.
+# Attribute keys of any vocabulary or structure; with the recognizers' keys, a span without one (and
+# without a step's span name) is no step.
 EVIDENCE_KEYS = frozenset(
     {
         *(v.key for v in VENDOR_VOCABULARIES),
@@ -146,17 +146,19 @@ def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
     if decided is None:
         kind = _structure(attrs)
         if kind is not None:
-            return Kind(kind, semconv.DIALECT)
+            return _kind(kind, semconv.DIALECT, False)
         kind = haystack.kind(view.name, attrs)
-        return Kind(kind, haystack.DIALECT) if kind is not None else None
+        return _kind(kind, haystack.DIALECT, False) if kind is not None else None
     meaning, dialect = decided
-    if meaning == NOT_A_STEP:
-        return None
-    # The few (kind, dialect, contradicted) there are, made once: one is needed for every step span.
-    key = (meaning, dialect, contradicted)
+    return None if meaning == NOT_A_STEP else _kind(meaning, dialect, contradicted)
+
+
+def _kind(kind: StepKind, dialect: str, contradicted: bool) -> Kind:
+    """The few (kind, dialect, contradicted) there are, made once: one is needed for every step span."""
+    key = (kind, dialect, contradicted)
     found = _KINDS.get(key)
     if found is None:
-        found = _KINDS[key] = Kind(meaning, dialect, contradicted)
+        found = _KINDS[key] = Kind(kind, dialect, contradicted)
     return found
 
 
