@@ -7,6 +7,7 @@ never touches a metrics library.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # ``unreadable``: spans with GenAI evidence that yielded no complete step (kept as unreadable steps).
@@ -23,6 +24,7 @@ class StatsSnapshot:
     check_errors: dict[str, int] = field(default_factory=dict)
     judge_calls: dict[tuple[str, str], int] = field(default_factory=dict)
     contradictions: int = 0
+    queued: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -38,6 +40,8 @@ class PipelineStats:
     judge_calls: dict[tuple[str, str], int] = field(default_factory=dict)
     # Spans whose kind vocabularies disagreed (settled by ``dialects.recognize``'s rule).
     contradictions: int = 0
+    # Items waiting in each delivery queue (``otel_traj.delivery``), read when a snapshot is taken.
+    queues: dict[str, Callable[[], int]] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_spans(self, result: str, n: int = 1) -> None:
@@ -80,6 +84,10 @@ class PipelineStats:
             self.internal_errors += 1
             self.dropped["internal_error"] = self.dropped.get("internal_error", 0) + 1
 
+    def watch_queue(self, name: str, depth: Callable[[], int]) -> None:
+        with self._lock:
+            self.queues[name] = depth
+
     def restart_in_child(self) -> None:
         """After ``fork``: a lock the parent held at that moment would stay held here."""
         self._lock = threading.Lock()
@@ -96,4 +104,5 @@ class PipelineStats:
                 check_errors=dict(self.check_errors),
                 judge_calls=dict(self.judge_calls),
                 contradictions=self.contradictions,
+                queued={name: depth() for name, depth in self.queues.items()},
             )

@@ -53,17 +53,44 @@ def test_sink_persists_concurrent_exports_through_a_small_queue(
     assert sink.force_flush()
 
 
-def test_write_errors_are_counted_not_raised(tmp_path: Path, open_sink: Callable[..., SqliteSink]) -> None:
+def test_a_locked_database_delays_verdicts_and_loses_none(
+    tmp_path: Path, open_sink: Callable[..., SqliteSink]
+) -> None:
+    """Another connection holding the write lock past the busy timeout (an operator's ``sqlite3``
+    session, a backup): the batch waits at the head of the queue and is written once the lock is
+    free; nothing is counted as lost."""
     path = tmp_path / "s.db"
     sink = open_sink(path=path)
     blocker = sqlite3.connect(path, timeout=0)
     blocker.execute("BEGIN EXCLUSIVE")
     sink._conn.execute("PRAGMA busy_timeout=0")
     sink.export(verdict(1))
-    assert sink.force_flush()
+    sink.export(verdict(2))
+    assert sink.force_flush(timeout_millis=200) is False
+    assert sink.written == 0
     blocker.rollback()
     blocker.close()
-    assert sink.stats.snapshot().sink_errors == {"SqliteSink": 1}
+    assert sink.force_flush()
+    assert sink.written == 2
+    snapshot = sink.stats.snapshot()
+    assert (snapshot.sink_errors, snapshot.dropped) == ({}, {})
+    sink.shutdown()
+    assert sorted(v["trace_id"][-1] for v in read_verdicts(connect(path, readonly=True))) == ["1", "2"]
+
+
+def test_write_errors_are_counted_as_lost_not_raised(
+    tmp_path: Path, open_sink: Callable[..., SqliteSink]
+) -> None:
+    path = tmp_path / "s.db"
+    sink = open_sink(path=path)
+    with closing(sqlite3.connect(path)) as other:
+        other.execute("ALTER TABLE failed_checks RENAME TO moved")
+    sink.export(verdict(1))
+    assert sink.force_flush()
+    snapshot = sink.stats.snapshot()
+    assert (snapshot.sink_errors, snapshot.dropped) == ({"SqliteSink": 1}, {"store_error": 1})
+    with closing(sqlite3.connect(path)) as other:
+        other.execute("ALTER TABLE moved RENAME TO failed_checks")
     sink.export(verdict(2))
     assert sink.force_flush()
     sink.shutdown()
@@ -192,8 +219,7 @@ def test_shutdown_returns_by_its_deadline_while_another_connection_holds_the_wri
         blocker.rollback()
         blocker.close()
     # Once the lock is free the writer commits the batch it held, takes nothing more and ends.
-    sink._thread.join(timeout=30)
-    assert not sink._thread.is_alive()
+    assert sink._delivery.wait_stopped(30)
     assert sink.written == 1
     with closing(connect(path, readonly=True)) as reader:
         assert [v["trace_id"][-1] for v in read_verdicts(reader)] == ["1"]
@@ -228,6 +254,5 @@ def test_an_export_waiting_for_room_returns_once_shutdown_begins(
         assert sink.stats.snapshot().dropped == {"store_closed": 1, "store_shutdown": 1}
     finally:
         release.set()
-    sink._thread.join(timeout=10)
-    assert not sink._thread.is_alive()
+    assert sink._delivery.wait_stopped(10)
     assert sink.written == 1

@@ -14,14 +14,12 @@ cap), ``queue_full`` and ``shutdown`` (queued but not judged when the sink shut 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from otel_traj.config import env_int
-from otel_traj.forks import after_fork_in_child, start_daemon
+from otel_traj.delivery import Delivery, check_sizes
 from otel_traj.judge.answer import InvalidAnswer, parse_answer
 from otel_traj.judge.client import ChatModel, JudgeTimeout, OpenAIChatModel
 from otel_traj.judge.evidence import judge_evidence, judge_messages
@@ -89,19 +87,22 @@ class JudgeSink(Sink):
         self.max_queue = (
             max_queue if max_queue is not None else env_int("OTEL_TRAJ_JUDGE_QUEUE", DEFAULT_MAX_QUEUE)
         )
-        if self.max_queue < 1:
-            raise ValueError(f"max_queue={self.max_queue}: must be at least 1")
+        check_sizes(max_queue=self.max_queue)
         self._sample = sample
         self._clock = clock
         self._model = model if model is not None else OpenAIChatModel()
         self._redactor = Redactor(redact if redact is not None else self._is_sensitive)
         self._caps: dict[tuple[str, int | None], HourlyCap] = {}
-        self._cond = threading.Condition()
-        self._queue: deque[Job] = deque()
-        self._busy = False
-        self._closed = False
-        self._thread = start_daemon(self._run, "otel-traj-judge")
-        after_fork_in_child(self._restart_in_child)
+        self._delivery: Delivery[Job] = Delivery(
+            name="judge",
+            deliver=self._deliver,
+            stats=self.stats,
+            max_queue=self.max_queue,
+            batch_size=1,
+            when_full="drop_newest",
+            on_drop=self._refused,
+            on_stop=self._model.close,
+        )
 
     @property
     def policy(self) -> Policy | None:
@@ -111,14 +112,6 @@ class JudgeSink(Sink):
     def _is_sensitive(self, tool: str, key: str) -> bool:
         policy = self.policy
         return policy.is_sensitive(tool, key) if policy is not None else default_sensitive_key(tool, key)
-
-    def _restart_in_child(self) -> None:
-        """In a forked child: the parent judges what it queued; the child starts empty."""
-        self._cond = threading.Condition()
-        self._queue.clear()
-        self._busy = False
-        if not self._closed:
-            self._thread = start_daemon(self._run, "otel-traj-judge")
 
     # -- the grading worker's side: choose and queue ------------------------------------------------
 
@@ -131,16 +124,15 @@ class JudgeSink(Sink):
         for rule in agent_policy.judges:
             if self._sample and not sampled(trajectory.trace_id, rule.name, rule.sample):
                 continue
-            with self._cond:
-                if self._closed:
-                    self.stats.count_judge_call(rule.name, "shutdown")
-                elif len(self._queue) >= self.max_queue:
-                    self.stats.count_judge_call(rule.name, "queue_full")
-                elif not self._cap(rule).take():
-                    self.stats.count_judge_call(rule.name, "capped")
-                else:
-                    self._queue.append((verdict, rule, agent_policy))
-                    self._cond.notify()
+            # A run the queue refuses (counted by ``_refused``) takes nothing from the hourly cap.
+            if not self._delivery.accepts() or self._cap(rule).take():
+                self._delivery.put((verdict, rule, agent_policy))
+            else:
+                self.stats.count_judge_call(rule.name, "capped")
+
+    def _refused(self, jobs: Sequence[Job], reason: str) -> None:
+        for _, rule, _ in jobs:
+            self.stats.count_judge_call(rule.name, "queue_full" if reason == "queue_full" else "shutdown")
 
     def _cap(self, rule: JudgeRule) -> HourlyCap:
         key = (rule.name, rule.max_calls_per_hour)
@@ -151,27 +143,13 @@ class JudgeSink(Sink):
 
     # -- the judge thread -------------------------------------------------------------------------
 
-    def _next(self) -> Job | None:
-        with self._cond:
-            self._busy = False
-            self._cond.notify_all()
-            while not self._queue and not self._closed:
-                self._cond.wait()
-            if not self._queue:
-                return None
-            self._busy = True
-            return self._queue.popleft()
-
-    def _run(self) -> None:
-        try:
-            while (job := self._next()) is not None:
-                try:
-                    self._judge(*job)
-                except Exception:
-                    self.stats.count_internal_error()
-                    logger.exception("judging trace %s failed", job[0].trajectory.trace_hex)
-        finally:
-            self._model.close()
+    def _deliver(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            try:
+                self._judge(*job)
+            except Exception:
+                self.stats.count_internal_error()
+                logger.exception("judging trace %s failed", job[0].trajectory.trace_hex)
 
     def _judge(self, verdict: Verdict, rule: JudgeRule, agent_policy: AgentPolicy) -> None:
         trajectory = verdict.trajectory
@@ -228,26 +206,12 @@ class JudgeSink(Sink):
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Wait until every run queued so far is judged and published; False if the time ran out."""
-        with self._cond:
-            return self._cond.wait_for(
-                lambda: not self._queue and not self._busy, timeout=max(0, timeout_millis) / 1000
-            )
+        return self._delivery.force_flush(timeout_millis)
 
     def shutdown(self, timeout_millis: int = 30_000) -> None:
         """Judge what is queued within ``timeout_millis``; what is left then is counted (``shutdown``)
         and the thread is left to end with its call in flight (bounded by the judge's ``timeout_s``)."""
-        deadline = time.monotonic() + max(0, timeout_millis) / 1000
-        with self._cond:
-            if self._closed:
-                return
-            self._closed = True
-            self._cond.notify_all()
-        self._thread.join(max(0.0, deadline - time.monotonic()))
-        with self._cond:
-            left = list(self._queue)
-            self._queue.clear()
-        for _, rule, _ in left:
-            self.stats.count_judge_call(rule.name, "shutdown")
+        self._delivery.shutdown(timeout_millis)
 
 
 __all__ = ["JudgeSink", "with_judges"]

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
@@ -30,7 +28,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
 from otel_traj.config import env_int
-from otel_traj.forks import after_fork_in_child, start_daemon
+from otel_traj.delivery import Delivery, check_sizes
 from otel_traj.judge.result import JudgeResult
 from otel_traj.redact import Redactor, SensitiveKey, TraceRedaction
 from otel_traj.sinks.base import Sink
@@ -121,8 +119,7 @@ class EvaluationEventSink(Sink):
         self.max_queue = (
             max_queue if max_queue is not None else env_int("OTEL_TRAJ_EVENTS_MAX_QUEUE", DEFAULT_MAX_QUEUE)
         )
-        if self.max_queue < 1:
-            raise ValueError(f"max_queue={self.max_queue!r}: must be at least 1")
+        check_sizes(max_queue=self.max_queue)
         self._redactor = Redactor(redact)
         self._policy = policy
         self._owned = logger_provider is None
@@ -135,64 +132,36 @@ class EvaluationEventSink(Sink):
             logger_provider.add_log_record_processor(self._collect)
         self.logger_provider = logger_provider
         self._logger = logger_provider.get_logger(SCOPE)
-        self._queue: deque[_Queued] = deque()
-        self._cond = threading.Condition()
-        self._busy = False
-        self._closed = False
-        self._thread = start_daemon(self._run, "otel-traj-otel-events")
-        after_fork_in_child(self._restart_in_child)
-
-    def _restart_in_child(self) -> None:
-        self._cond = threading.Condition()
-        self._queue.clear()
-        self._busy = False
-        if not self._closed:
-            self._thread = start_daemon(self._run, "otel-traj-otel-events")
+        self._delivery: Delivery[_Queued] = Delivery(
+            name="otel_events",
+            deliver=self._deliver,
+            stats=self.stats,
+            max_queue=self.max_queue,
+            batch_size=BATCH,
+            when_full="drop_oldest",
+        )
 
     # -- the grading worker's side: queue and return --------------------------------------------
 
     def export(self, verdict: Verdict) -> None:
-        self._put(verdict)
+        self._delivery.put(verdict)
 
     def export_conversation(self, verdict: ConversationVerdict) -> None:
-        self._put(("conversation", verdict))
+        self._delivery.put(("conversation", verdict))
 
     def on_judgement(self, result: JudgeResult) -> None:
-        self._put(result)
-
-    def _put(self, item: _Queued) -> None:
-        with self._cond:
-            if self._closed:
-                self.stats.count_dropped("otel_events_closed")
-                return
-            if len(self._queue) >= self.max_queue:
-                self._queue.popleft()
-                self.stats.count_dropped("otel_events_queue_full")
-            self._queue.append(item)
-            self._cond.notify()
+        self._delivery.put(result)
 
     # -- the delivery thread ---------------------------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                if not self._queue:
-                    return
-                items = [self._queue.popleft() for _ in range(min(len(self._queue), BATCH))]
-                self._busy = True
-            try:
-                self._deliver(items)
-            except Exception:
-                self.stats.count_sink_error(type(self).__name__)
-                logger.exception("gen_ai.evaluation.result events failed")
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
-
     def _deliver(self, items: Sequence[_Queued]) -> None:
+        try:
+            self._export(items)
+        except Exception:
+            self.stats.count_sink_error(type(self).__name__)
+            logger.exception("gen_ai.evaluation.result events failed")
+
+    def _export(self, items: Sequence[_Queued]) -> None:
         for item in items:
             for record in self._records(item):
                 self._emit(record)
@@ -246,29 +215,20 @@ class EvaluationEventSink(Sink):
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Deliver every queued verdict within the deadline."""
         deadline = time.monotonic() + timeout_millis / 1000
-        with self._cond:
-            while self._queue or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._thread.is_alive():
-                    return False
-                self._cond.wait(left)
+        if not self._delivery.force_flush(timeout_millis):
+            return False
         if self._owned:
             return True
         return bool(self.logger_provider.force_flush(max(0, int((deadline - time.monotonic()) * 1000))))
 
     def shutdown(self, timeout_millis: int = 30_000) -> None:
+        """Deliver what is queued within the deadline (what is left then is counted), then shut down
+        the sink's own provider; the caller's provider is flushed, never shut down."""
         deadline = time.monotonic() + timeout_millis / 1000
         self.force_flush(timeout_millis)
-        with self._cond:
-            self._closed = True
-            left = len(self._queue)
-            self._queue.clear()
-            self._cond.notify_all()
-        if left:
-            self.stats.count_dropped("otel_events_shutdown", left)
         if self._exporter is not None:
             # Stops an export that is retrying, so the thread returns by the deadline.
             self._exporter.shutdown()  # type: ignore[no-untyped-call]
-        self._thread.join(max(0.0, deadline - time.monotonic()))
+        self._delivery.shutdown(max(0, int((deadline - time.monotonic()) * 1000)))
         if self._owned:
             self.logger_provider.shutdown()

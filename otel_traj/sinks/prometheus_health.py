@@ -47,7 +47,8 @@ def register_pipeline_health(registry: CollectorRegistry, *stats: PipelineStats)
 class PipelineHealthCollector(Collector):
     """Exposes ``otel_traj_spans_total{result}``, ``otel_traj_traces_in_flight``,
     ``otel_traj_dropped_total{reason}``, ``otel_traj_sink_errors_total{sink}``,
-    ``otel_traj_internal_errors_total`` and ``otel_traj_span_contradictions_total``, summed over the
+    ``otel_traj_internal_errors_total``, ``otel_traj_span_contradictions_total`` and
+    ``otel_traj_sink_queue{sink}``, summed over the
     stats added to it.
 
     Stats are held for the collector's life: dropping one would make the summed counters go down,
@@ -79,10 +80,12 @@ def _sum(snapshots: Iterable[StatsSnapshot]) -> StatsSnapshot:
     sink_errors: Counter[str] = Counter()
     check_errors: Counter[str] = Counter()
     judge_calls: Counter[tuple[str, str]] = Counter()
+    queued: Counter[str] = Counter()
     in_flight = internal = contradictions = 0
     for snap in snapshots:
         check_errors.update(snap.check_errors)
         judge_calls.update(snap.judge_calls)
+        queued.update(snap.queued)
         spans.update(snap.spans)
         dropped.update(snap.dropped)
         sink_errors.update(snap.sink_errors)
@@ -98,6 +101,7 @@ def _sum(snapshots: Iterable[StatsSnapshot]) -> StatsSnapshot:
         check_errors=dict(check_errors),
         judge_calls=dict(judge_calls),
         contradictions=contradictions,
+        queued=dict(queued),
     )
 
 
@@ -129,7 +133,14 @@ def _families(snap: StatsSnapshot | None) -> list[Metric]:
         "otel_traj_span_contradictions",
         "Spans whose kind keys disagreed about what the span is (settled by the documented rule).",
     )
+    queues = GaugeMetricFamily(
+        "otel_traj_sink_queue",
+        "Items waiting in a sink's delivery queue or being delivered (verdicts, scores, judge runs).",
+        labels=["sink"],
+    )
     if snap is not None:
+        for sink, depth in sorted(snap.queued.items()):
+            queues.add_metric([sink], depth)
         contradictions.add_metric([], snap.contradictions)
         for check, count in sorted(snap.check_errors.items()):
             check_errors.add_metric([check], count)
@@ -147,4 +158,14 @@ def _families(snap: StatsSnapshot | None) -> list[Metric]:
         for sink, count in sorted(snap.sink_errors.items()):
             sink_errors.add_metric([sink], count)
         internal.add_metric([], snap.internal_errors)
-    return [spans, in_flight, dropped, sink_errors, internal, check_errors, judge_calls, contradictions]
+    return [
+        spans,
+        in_flight,
+        dropped,
+        sink_errors,
+        internal,
+        check_errors,
+        judge_calls,
+        contradictions,
+        queues,
+    ]

@@ -18,18 +18,16 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Collection, Sequence
-from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
 from otel_traj.config import env_int, env_str
-from otel_traj.forks import after_fork_in_child, leave_to_parent, start_daemon
+from otel_traj.delivery import Delivery, Retry, backoff_delay
+from otel_traj.forks import leave_to_parent
 from otel_traj.redact import Redactor, SensitiveKey
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.sinks.base import Sink
@@ -145,6 +143,7 @@ Redact = SensitiveKey | Collection[str] | bool | None
 """What the store masks: None or True the secret-looking keys, a predicate (``Policy.is_sensitive``)
 or key names as the Langfuse sink takes them, False nothing."""
 DEFAULT_REDACTOR = Redactor()
+_I = TypeVar("_I", Prepared, JudgementRow, ConversationRow)
 
 
 def store_redactor(redact: Redact) -> Redactor | None:
@@ -194,7 +193,16 @@ def write_verdicts(conn: sqlite3.Connection, verdicts: Sequence[Verdict], redact
     write_prepared(conn, [prepare(v, redactor) for v in verdicts])
 
 
-_STOP = object()
+# A writer that finds the database locked by another connection (an operator's ``sqlite3`` session,
+# a backup) past the busy timeout tries the batch again after these waits, growing, instead of
+# dropping verdicts it has acknowledged.
+LOCKED_BACKOFF_S = (0.05, 2.0)
+_LOCKED = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+Item = Prepared | JudgementRow | ConversationRow
+
+
+def _locked(exc: Exception) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and (exc.sqlite_errorcode & 0xFF) in _LOCKED
 
 
 class SqliteSink(Sink):
@@ -209,6 +217,10 @@ class SqliteSink(Sink):
         redact: the argument values masked in what is stored: by default the secret-looking keys
             (as the Langfuse sink); the policy's ``is_sensitive`` adds its ``redact`` settings;
             ``False`` stores every value as it is.
+
+    A database locked by another connection longer than the busy timeout (10 s) does not lose the
+    batch: it waits at the head of the queue and is written again; meanwhile ``export`` waits for
+    room as when the disk is slow. Any other error loses the batch, counted as ``store_error``.
     """
 
     def __init__(
@@ -222,179 +234,111 @@ class SqliteSink(Sink):
         super().__init__()
         if max_queue is None:
             max_queue = env_int("OTEL_TRAJ_STORE_QUEUE", 10_000)
-        if max_queue < 1 or batch_size < 1:
-            raise ValueError(f"max_queue={max_queue}, batch_size={batch_size}: must be at least 1")
         self.path = Path(path if path is not None else env_str("OTEL_TRAJ_STORE", None) or "otel-traj.db")
-        self.max_queue = max_queue
-        self.batch_size = batch_size
         self._redactor = store_redactor(redact)
         self.written = 0
-        self._closed = False
+        self._locked_attempts = 0  # consecutive batches that found the database locked
         # Opened here so that a bad path or a newer schema fails the constructor, not the thread.
         self._conn = connect(self.path)
-        self._new_queue()
-        self._thread = start_daemon(self._run, "otel-traj-sqlite")
-        after_fork_in_child(self._restart_in_child)
+        self._delivery: Delivery[Item] = Delivery(
+            name="store",
+            deliver=self._deliver,
+            stats=self.stats,
+            max_queue=max_queue,
+            batch_size=batch_size,
+            when_full="block",
+            on_fork=self._reconnect,
+            on_stop=self._close,
+        )
+        self.max_queue = max_queue
+        self.batch_size = batch_size
 
-    def _new_queue(self) -> None:
-        # Prepared verdicts, flush markers and the stop marker, in order. A deque and an event instead of a
-        # ``queue.Queue``: its put and get are Python code taking a condition's lock each time (2.5 µs
-        # of the interpreter's time per verdict, measured); here the writer is woken once per burst, and
-        # the lock (taken directly, a C call) is waited on through ``_room`` only when the queue is full.
-        self._pending: deque[Any] = deque()
-        self._wake = threading.Event()
-        self._lock = threading.Lock()
-        self._room = threading.Condition(self._lock)
-        self._abandoned = False  # shutdown's deadline passed: the writer takes nothing more
-
-    def _restart_in_child(self) -> None:
-        """In a forked child: a connection, queue and writer of its own; what the parent queued is
-        the parent's to write, and its connection must not even be closed here. The parent's locks
-        may have been held at the fork: they are replaced."""
+    def _reconnect(self) -> None:
+        """In a forked child: a connection of its own; the parent's must not even be closed here."""
         leave_to_parent(self._conn)
-        self.stats.restart_in_child()
-        self._new_queue()
-        if self._closed:
-            return
-        try:
-            self._conn = connect(self.path)
-        except (sqlite3.Error, StoreError, OSError):
-            logger.exception("the store %s cannot be opened in this forked process", self.path)
-            self._closed = True
-            return
-        self._thread = start_daemon(self._run, "otel-traj-sqlite")
+        self._conn = connect(self.path)
+
+    def _close(self) -> None:
+        self._conn.close()
 
     def export(self, verdict: Verdict) -> None:
-        if self._closed:
-            self.stats.count_dropped("store_closed")
-            return
         try:
             prepared = prepare(verdict, self._redactor)
         except Exception:  # a verdict that cannot be encoded costs only itself
             self.stats.count_sink_error(type(self).__name__)
             logger.exception("the verdict of trace %s cannot be stored", verdict.trajectory.trace_hex)
             return
-        self._put(prepared)
+        self._delivery.put(prepared)
 
     def on_judgement(self, result: JudgeResult) -> None:
         """An LLM judge's result, into the table ``judgements`` (see ``store_judgements``)."""
-        if self._closed:
-            self.stats.count_dropped("store_closed")
-            return
-        self._put(judgement_row(result, self._redactor))
+        self._delivery.put(judgement_row(result, self._redactor))
 
     def export_conversation(self, verdict: ConversationVerdict) -> None:
         """A conversation's verdict, into the table ``conversations`` (see ``store_conversations``); one
         that cannot be encoded raises, and the pipeline counts it as this sink's error."""
-        self._put(conversation_row(verdict, self._redactor))
+        self._delivery.put(conversation_row(verdict, self._redactor))
 
-    def _put(self, item: Prepared | JudgementRow | ConversationRow) -> None:
-        with self._lock:
-            # Backpressure: the pipeline worker waits here until the writer takes verdicts; a shutdown
-            # (or a writer that is gone) ends the wait, and the verdict is dropped.
-            while len(self._pending) >= self.max_queue and not self._closed:
-                self._room.wait()
-            closed = self._closed
-            if not closed:
-                self._pending.append(item)
-        if closed:
-            self.stats.count_dropped("store_closed")
-        elif not self._wake.is_set():
-            self._wake.set()
+    def _deliver(self, items: list[Item]) -> Retry[Item] | None:
+        """Write a batch, each table in its transaction; what found the database locked is retried."""
+        retry: list[Item] = []
+        prepared = [i for i in items if isinstance(i, tuple)]
+        if prepared:
+            retry += self._write(prepared)
+        judged = [i for i in items if isinstance(i, JudgementRow)]
+        if judged:
+            retry += self._write_rows("judgements", write_judgements, judged)
+        talks = [i for i in items if isinstance(i, ConversationRow)]
+        if talks:
+            retry += self._write_rows("conversations", write_conversations, talks)
+        if not retry:
+            self._locked_attempts = 0
+            return None
+        self._locked_attempts += 1
+        if self._locked_attempts == 1:
+            logger.warning(
+                "%s is locked by another connection; %d rows wait to be written", self.path, len(retry)
+            )
+        return Retry(retry, backoff_delay(self._locked_attempts - 1, *LOCKED_BACKOFF_S))
 
-    def _take(self) -> list[Any]:
-        """The writer's next items, at most ``batch_size``; none once shutdown stopped waiting."""
-        with self._lock:
-            if self._abandoned:
-                return []
-            items = [self._pending.popleft() for _ in range(min(len(self._pending), self.batch_size))]
-            self._room.notify_all()
-        return items
-
-    def _run(self) -> None:
-        try:
-            with closing(self._conn):
-                while not self._abandoned:
-                    self._wake.wait()
-                    self._wake.clear()
-                    while items := self._take():
-                        prepared = [i for i in items if isinstance(i, tuple)]
-                        if prepared:
-                            self._write(prepared)
-                        judged = [i for i in items if isinstance(i, JudgementRow)]
-                        if judged:
-                            self._write_rows("judgements", write_judgements, judged)
-                        talks = [i for i in items if isinstance(i, ConversationRow)]
-                        if talks:
-                            self._write_rows("conversations", write_conversations, talks)
-                        for i in items:
-                            if isinstance(i, threading.Event):
-                                i.set()
-                        if any(i is _STOP for i in items):
-                            return
-        finally:
-            with self._lock:
-                self._closed = True  # no exporter may wait for a writer that is gone
-                self._room.notify_all()
-
-    def _write(self, prepared: list[Prepared]) -> None:
-        """Commit ``prepared``, counting what fails; never raises (the thread must outlive any batch)."""
+    def _write(self, prepared: list[Prepared]) -> list[Prepared]:
+        """Commit ``prepared``; returns them if the database was locked, counts any other failure
+        (the thread must outlive any batch)."""
         try:
             write_prepared(self._conn, prepared)
-        except Exception:
-            if self._abandoned:
-                self.stats.count_dropped("store_shutdown", len(prepared))
-            else:
-                self.stats.count_sink_error(type(self).__name__, len(prepared))
-            logger.exception("writing %d verdicts to %s failed", len(prepared), self.path)
-        else:
-            self.written += len(prepared)
+        except Exception as exc:
+            return self._failed(exc, "verdicts", prepared)
+        self.written += len(prepared)
+        return []
 
     def _write_rows(
         self, table: str, write: Callable[[sqlite3.Connection, Sequence[_R]], None], rows: list[_R]
-    ) -> None:
+    ) -> list[_R]:
         try:
             write(self._conn, rows)
-        except Exception:
+        except Exception as exc:
+            return self._failed(exc, table, rows)
+        return []
+
+    def _failed(self, exc: Exception, what: str, rows: list[_I]) -> list[_I]:
+        if self._delivery.abandoned:  # shutdown's deadline passed while this batch waited
+            self.stats.count_dropped("store_shutdown", len(rows))
+        elif _locked(exc):
+            return rows
+        else:
             self.stats.count_sink_error(type(self).__name__, len(rows))
-            logger.exception("writing %d rows of %s to %s failed", len(rows), table, self.path)
+            self.stats.count_dropped("store_error", len(rows))
+            logger.error("writing %d %s to %s failed", len(rows), what, self.path, exc_info=exc)
+        return []
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Wait until every verdict exported so far is committed; False if that takes longer than
         ``timeout_millis``."""
-        done = threading.Event()
-        with self._lock:
-            closed = self._closed
-            if not closed:
-                self._pending.append(done)
-        if closed:  # nothing more will be queued: done when the writer is
-            self._thread.join(timeout_millis / 1000)
-            return not self._thread.is_alive()
-        self._wake.set()
-        return done.wait(timeout_millis / 1000)
+        return self._delivery.force_flush(timeout_millis)
 
     def shutdown(self, timeout_millis: int = 30_000) -> None:
         """Write what is queued, close the store, and return within ``timeout_millis`` whatever the
         writer does. A writer still busy then (another connection holding a write transaction makes
         it wait up to 10 s per batch) finishes its batch on its own; the verdicts it has not taken are
         counted as dropped (``store_shutdown``)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._pending.append(_STOP)
-            self._room.notify_all()
-        self._wake.set()
-        self._thread.join(timeout_millis / 1000)
-        with self._lock:
-            self._abandoned = True
-            left = sum(isinstance(i, tuple | JudgementRow | ConversationRow) for i in self._pending)
-            self._pending.clear()
-        if left:
-            self.stats.count_dropped("store_shutdown", left)
-            logger.warning(
-                "%d verdicts not written to %s: the store's shutdown took longer than %d ms",
-                left,
-                self.path,
-                timeout_millis,
-            )
+        self._delivery.shutdown(timeout_millis)
