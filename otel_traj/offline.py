@@ -79,6 +79,20 @@ def read_runs(
     its golden case and ``capture``, from any span of its trace. Raises ``TraceFileError``."""
     from otel_traj.adapters.files import read_trace_inputs
 
+    inputs = read_trace_inputs(paths)
+    return Runs(
+        inputs, trajectories_from_views(inputs.views, offline_config(policy, cases, match_on, capture))
+    )
+
+
+def offline_config(
+    policy: Policy | None,
+    cases: Sequence[GoldenCase] | None = None,
+    match_on: str | None = None,
+    capture: Iterable[str] = (),
+) -> AssemblerConfig:
+    """The assembler's settings for files: the attributes a run keeps from any span of its trace are
+    ``capture``, those ``policy``'s scope subjects may be read from and those naming golden cases."""
     keys = tuple(capture)
     if policy is not None:
         from otel_traj.live import subject_attributes
@@ -86,8 +100,7 @@ def read_runs(
         keys += subject_attributes(policy)
     if cases is not None:
         keys += tuple(key for key in (match_on, *(c.match_on for c in cases)) if key)
-    inputs = read_trace_inputs(paths)
-    return Runs(inputs, trajectories_from_views(inputs.views, AssemblerConfig().with_capture(keys)))
+    return AssemblerConfig().with_capture(keys)
 
 
 def trajectories_from_views(
@@ -138,7 +151,8 @@ def grade_runs(
 
     With ``cases`` each verdict is also graded against its golden case (which needs every run, so
     the sinks get the verdicts once all are graded). ``timeout_millis`` bounds the time spent waiting
-    on the sinks, in all: what a sink has not delivered by then it counts as dropped.
+    on the sinks, in all: what a sink has not delivered by then it counts as dropped. ``batch_size``:
+    runs graded together and handed to the sinks, which are flushed before the next batch.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size}: must be at least 1")
@@ -180,10 +194,10 @@ def grade_views(
     sinks: Sequence[Sink] = (),
     timeout_millis: int = DELIVERY_TIMEOUT_MS,
 ) -> Graded:
-    """:func:`grade_runs` on the runs ``views`` hold (:func:`trajectories_from_views`)."""
-    return grade_runs(
-        trajectories_from_views(views, config), policy=policy, sinks=sinks, timeout_millis=timeout_millis
-    )
+    """:func:`grade_runs` on the runs ``views`` hold (:func:`trajectories_from_views`; ``config``
+    defaults to :func:`offline_config` of ``policy``)."""
+    runs = trajectories_from_views(views, config if config is not None else offline_config(policy))
+    return grade_runs(runs, policy=policy, sinks=sinks, timeout_millis=timeout_millis)
 
 
 def _grader(policy: Policy | None) -> Callable[[Sequence[Trajectory]], list[Verdict]]:

@@ -116,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
         sinks=outputs.sinks,
         timeout_millis=outputs.timeout_millis,
     )
+    # Delivered by now (the sinks are shut down), whether or not the report can be written.
+    for line in outputs.summary(graded):
+        print(f"otel-traj: {line}", file=sys.stderr)
     if graded.cases is not None:
         from otel_traj.cases import summary_lines
 
@@ -138,8 +141,6 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
             return EXIT_INPUT
-    for line in outputs.summary(graded):
-        print(f"otel-traj: {line}", file=sys.stderr)
     outcomes = [v.outcome for v in verdicts] + [c.outcome for c in conversations or ()]
     return EXIT_FAILED if any(o in ("unsafe", "fail") for o in outcomes) else EXIT_OK
 
