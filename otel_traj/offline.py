@@ -1,22 +1,106 @@
-"""Offline front door: trajectories from spans read out of files (or any finished batch of spans).
+"""The offline path: trace files (spans and the GenAI events of log records) -> runs -> verdicts and
+conversation verdicts -> sinks, for ``otel-traj grade``, ``gate`` and ``policy suggest``.
 
-Uses the same assembler, dialects and builder as the in-process processor, so the same spans give the
-same trajectory whichever way they arrive.
+The same assembler, dialects and builder as the in-process processor rebuild the runs, so the same
+spans give the same trajectory whichever way they arrive; the runs are graded in batches as the
+pipeline's worker grades them and handed to the same sinks as ``otel-traj serve``'s
+(``otel_traj.outputs``).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from otel_traj.assembler import Assembler
 from otel_traj.builder import build_trajectory
 from otel_traj.config import AssemblerConfig
+from otel_traj.pipeline import ungraded
+from otel_traj.progress import Progress
 from otel_traj.spanview import SpanView
 from otel_traj.stats import PipelineStats
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import Verdict
+
+if TYPE_CHECKING:
+    from otel_traj.adapters.files import TraceInputs
+    from otel_traj.cases import CasesReport, GoldenCase
+    from otel_traj.conversations import ConversationVerdict
+    from otel_traj.policy import Policy
+    from otel_traj.sinks.base import Sink
+
+logger = logging.getLogger("otel_traj")
+
+# Runs graded together (check by check, as the worker grades a tick's runs) and handed to the sinks
+# before the next batch is graded; the sinks are flushed between batches, so an input larger than a
+# sink's queue waits for room instead of being dropped. A batch must fit every sink's queue: 256
+# verdicts are a few thousand Langfuse scores (queue 10,000) and 256 events (queue 10,000).
+BATCH_SIZE = 256
+# How long delivery may wait on the sinks, in all (grading is not counted).
+DELIVERY_TIMEOUT_MS = 30_000
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True, frozen=True)
+class Runs:
+    """What trace files held: the inputs read (files, skipped files, log records' events) and the
+    runs rebuilt from them, ordered by start time."""
+
+    inputs: TraceInputs
+    trajectories: list[Trajectory]
+
+
+@dataclass(slots=True, frozen=True)
+class Graded:
+    """The verdicts of the runs (in their order), the conversations' verdicts (None without a
+    policy) and, with golden cases, the cases' report."""
+
+    verdicts: list[Verdict]
+    conversations: list[ConversationVerdict] | None = None
+    cases: CasesReport | None = None
+
+
+def read_runs(
+    paths: Sequence[str | Path],
+    *,
+    policy: Policy | None = None,
+    cases: Sequence[GoldenCase] | None = None,
+    match_on: str | None = None,
+    capture: Iterable[str] = (),
+) -> Runs:
+    """The runs the trace files at ``paths`` (files or directories) hold. Like the processor, each
+    run keeps the attributes its policy's scope subject may be read from, the attribute that names
+    its golden case and ``capture``, from any span of its trace. Raises ``TraceFileError``."""
+    from otel_traj.adapters.files import read_trace_inputs
+
+    inputs = read_trace_inputs(paths)
+    return Runs(
+        inputs, trajectories_from_views(inputs.views, offline_config(policy, cases, match_on, capture))
+    )
+
+
+def offline_config(
+    policy: Policy | None,
+    cases: Sequence[GoldenCase] | None = None,
+    match_on: str | None = None,
+    capture: Iterable[str] = (),
+) -> AssemblerConfig:
+    """The assembler's settings for files: the attributes a run keeps from any span of its trace are
+    ``capture``, those ``policy``'s scope subjects may be read from and those naming golden cases."""
+    keys = tuple(capture)
+    if policy is not None:
+        from otel_traj.live import subject_attributes
+
+        keys += subject_attributes(policy)
+    if cases is not None:
+        keys += tuple(key for key in (match_on, *(c.match_on for c in cases)) if key)
+    return AssemblerConfig().with_capture(keys)
 
 
 def trajectories_from_views(
@@ -51,9 +135,123 @@ def trajectories_from_views(
     return trajectories
 
 
+def grade_runs(
+    trajectories: Sequence[Trajectory],
+    *,
+    policy: Policy | None = None,
+    cases: Sequence[GoldenCase] | None = None,
+    match_on: str | None = None,
+    sinks: Sequence[Sink] = (),
+    timeout_millis: int = DELIVERY_TIMEOUT_MS,
+    batch_size: int = BATCH_SIZE,
+) -> Graded:
+    """Grade ``trajectories`` with ``policy`` (none: rebuilt, not graded), and their conversations,
+    and hand every verdict to each sink's ``export`` and every conversation's to its
+    ``export_conversation``, as the pipeline does; then flush and shut the sinks down.
+
+    With ``cases`` each verdict is also graded against its golden case (which needs every run, so
+    the sinks get the verdicts once all are graded). ``timeout_millis`` bounds the time spent waiting
+    on the sinks, in all: what a sink has not delivered by then it counts as dropped. ``batch_size``:
+    runs graded together and handed to the sinks, which are flushed before the next batch.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size}: must be at least 1")
+    grade_all = _grader(policy)
+    delivery = _Delivery(sinks, timeout_millis)
+    graded: list[Verdict] = []
+    conversations = report = None
+    try:
+        with Progress(len(trajectories), "grading") as progress:
+            for batch in _batches(trajectories, batch_size):
+                verdicts = grade_all(batch)
+                graded.extend(verdicts)
+                progress.advance(len(batch))
+                if cases is None:
+                    delivery.export(verdicts)
+        if policy is not None:
+            from otel_traj.conversations import conversation_verdicts
+
+            conversations = conversation_verdicts(graded, policy)
+        if cases is not None:
+            from otel_traj.cases import apply_cases
+
+            graded, report = apply_cases(graded, cases, match_on)
+            for cased in _batches(graded, batch_size):
+                delivery.export(cased)
+        for talks in _batches(conversations or [], batch_size):
+            delivery.export_conversations(talks)
+    finally:
+        # Whatever happened, the sinks deliver what they were given and stop their threads.
+        delivery.close()
+    return Graded(graded, conversations, report)
+
+
 def grade_views(
     views: Iterable[SpanView],
-    grade: Callable[[Trajectory], Verdict],
+    *,
+    policy: Policy | None = None,
     config: AssemblerConfig | None = None,
-) -> list[Verdict]:
-    return [grade(t) for t in trajectories_from_views(views, config)]
+    sinks: Sequence[Sink] = (),
+    timeout_millis: int = DELIVERY_TIMEOUT_MS,
+) -> Graded:
+    """:func:`grade_runs` on the runs ``views`` hold (:func:`trajectories_from_views`; ``config``
+    defaults to :func:`offline_config` of ``policy``)."""
+    runs = trajectories_from_views(views, config if config is not None else offline_config(policy))
+    return grade_runs(runs, policy=policy, sinks=sinks, timeout_millis=timeout_millis)
+
+
+def _grader(policy: Policy | None) -> Callable[[Sequence[Trajectory]], list[Verdict]]:
+    if policy is None:
+        return lambda batch: [ungraded(t) for t in batch]
+    from otel_traj.grader import Grader
+
+    return Grader(policy).grade_all
+
+
+def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class _Delivery:
+    """The sinks' side of the offline path: each batch handed to every sink (one that raises is
+    logged and counted, and the others go on), then every sink flushed (judges first, ahead of the
+    sinks they publish to) within what is left of the time allowed for waiting."""
+
+    def __init__(self, sinks: Sequence[Sink], timeout_millis: int) -> None:
+        self.sinks = list(sinks)
+        self._left_s = max(0, timeout_millis) / 1000
+
+    def export(self, verdicts: Sequence[Verdict]) -> None:
+        for sink in self.sinks:
+            for verdict in verdicts:
+                _guarded(sink, sink.export, verdict)
+        self._flush()
+
+    def export_conversations(self, verdicts: Sequence[ConversationVerdict]) -> None:
+        for sink in self.sinks:
+            for verdict in verdicts:
+                _guarded(sink, sink.export_conversation, verdict)
+        self._flush()
+
+    def close(self) -> None:
+        self._flush()
+        for sink in self.sinks:
+            self._wait(sink, sink.shutdown)
+
+    def _flush(self) -> None:
+        for sink in self.sinks:
+            self._wait(sink, sink.force_flush)
+
+    def _wait(self, sink: Sink, call: Callable[[int], object]) -> None:
+        started = time.monotonic()
+        _guarded(sink, call, int(self._left_s * 1000))
+        self._left_s = max(0.0, self._left_s - (time.monotonic() - started))
+
+
+def _guarded(sink: Sink, call: Callable[[T], object], arg: T) -> None:
+    try:
+        call(arg)
+    except Exception:
+        sink.stats.count_sink_error(type(sink).__name__)
+        logger.exception("sink %s failed", type(sink).__name__)

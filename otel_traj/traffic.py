@@ -192,15 +192,12 @@ def runs_from_files(paths: Sequence[str | Path], capture: Iterable[str] = ()) ->
     """The runs the trace files at ``paths`` (files or directories) hold; ``capture``: span
     attributes to keep on each run, from any span of its trace (a subject attribute, say)."""
     from otel_traj.adapters import TraceFileError
-    from otel_traj.adapters.files import read_trace_inputs
-    from otel_traj.config import AssemblerConfig
-    from otel_traj.offline import trajectories_from_views
+    from otel_traj.offline import read_runs
 
     try:
-        inputs = read_trace_inputs(paths)
+        return read_runs(paths, capture=capture).trajectories
     except TraceFileError as exc:
         raise TrafficError(str(exc)) from None
-    return trajectories_from_views(inputs.views, AssemblerConfig().with_capture(tuple(capture)))
 
 
 def select(

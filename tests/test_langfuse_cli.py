@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from otel_traj.cli import main
-from otel_traj.sinks.langfuse_offline import send_verdicts
-from tests.langfuse_helpers import POLICY, SCORES_PER_VERDICT, Agent, fast_sink, make_verdict, violating_run
+from tests.langfuse_helpers import POLICY, Agent, fast_sink, violating_run
 from tests.langfuse_server import LangfuseTestServer
 from tests.semconv_agent import emit
 
@@ -58,13 +57,19 @@ def test_grade_langfuse_without_keys_is_a_configuration_error(
     assert "LANGFUSE_PUBLIC_KEY" in capsys.readouterr().err
 
 
-def test_offline_delivery_is_configured_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_offline_delivery_is_configured_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = Path(__file__).parent / "fixtures" / "real" / "pydantic_ai" / "clean.otlp.pb"
     with LangfuseTestServer().running() as server:
         monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", server.public_key)
         monkeypatch.setenv("LANGFUSE_SECRET_KEY", server.secret_key)
         monkeypatch.delenv("LANGFUSE_BASE_URL", raising=False)
         monkeypatch.setenv("LANGFUSE_HOST", server.url)
         monkeypatch.setenv("LANGFUSE_TRACING_ENVIRONMENT", "staging")
-        report = send_verdicts([make_verdict(0x9000)], timeout=10)
-        assert report.ok and report.delivered == SCORES_PER_VERDICT
-        assert {s["environment"] for s in server.scores.values()} == {"staging"}
+        assert main(["grade", str(fixture), "--langfuse", "--format", "json"]) == 0
+        scores = list(server.scores.values())
+    # Without a policy: the score and the outcome of the one run.
+    assert len(scores) == 2
+    assert "langfuse: 2 scores delivered, 0 rejected, 0 dropped, 0 pending" in capsys.readouterr().err
+    assert {s["environment"] for s in scores} == {"staging"}

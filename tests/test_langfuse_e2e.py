@@ -16,9 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import set_span_in_context
 
 from otel_traj.adapters.otlp_proto import views_from_bytes
-from otel_traj.grader import Grader
 from otel_traj.offline import grade_views
-from otel_traj.sinks.langfuse_offline import send_verdicts
 from tests.langfuse_helpers import (
     SCORES,
     SCORES_PER_VERDICT,
@@ -83,10 +81,11 @@ def test_regrading_the_same_trace_leaves_one_score_per_name() -> None:
         }
         assert len(live) == 6
 
-        grader = Grader(policy())
         for _ in range(2):
             views = [v for body in server.otlp_bodies for v in views_from_bytes(body)]
-            report = send_verdicts(grade_views(views, grader.grade), sink=sink, timeout=10)
+            offline = fast_sink(server)
+            grade_views(views, policy=policy(), sinks=[offline], timeout_millis=10_000)
+            report = offline.report()
             assert report.ok and report.delivered == 6
 
         stored = server.scores_for(trace)

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from otel_traj.offline import grade_runs
 from otel_traj.sinks.langfuse import (
     DROP_QUEUE_FULL,
     DROP_REJECTED,
@@ -14,7 +15,6 @@ from otel_traj.sinks.langfuse import (
     DeliveryReport,
     LangfuseSink,
 )
-from otel_traj.sinks.langfuse_offline import send_verdicts
 from otel_traj.sinks.langfuse_scores import score_id
 from tests.langfuse_helpers import SCORES, SCORES_PER_VERDICT, SECRET, fast_sink, make_verdict
 from tests.langfuse_server import LangfuseTestServer, free_port
@@ -315,12 +315,15 @@ def test_after_shutdown_export_retains_nothing(server: LangfuseTestServer) -> No
     assert not server.requests
 
 
-def test_send_verdicts_reports_the_fate_of_every_score(server: LangfuseTestServer) -> None:
+def test_offline_delivery_waits_for_room_in_a_short_queue(server: LangfuseTestServer) -> None:
     sink = fast_sink(server, max_queue=8)
-    report = send_verdicts([make_verdict(0x8000 + i) for i in range(10)], sink=sink, timeout=10)
-    assert report.ok and report.delivered == 10 * SCORES_PER_VERDICT
-    assert len(server.scores) == 10 * SCORES_PER_VERDICT
-    sink.shutdown()
+    runs = [make_verdict(0x8000 + i).trajectory for i in range(10)]
+    graded = grade_runs(runs, sinks=[sink], timeout_millis=10_000, batch_size=1)
+    report = sink.report()
+    assert [v.trajectory.trace_id for v in graded.verdicts] == [r.trace_id for r in runs]
+    # Two scores a run (score and outcome): 20 through a queue of 8, none dropped.
+    assert report.ok and report.delivered == len(server.scores) == 20
+    assert sink.stats.snapshot().dropped == {}
 
 
 def test_invalid_configuration_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,27 +5,30 @@ Exit codes, for CI: 0 when every trajectory and conversation is ``pass``, ``pass
 ``unsafe`` or ``fail``; 2 when an input is unreadable, when the inputs hold no trajectory at all (an
 empty directory, only other JSON, spans without GenAI ones), or when the policy or case file is
 invalid. With ``--cases`` each run is also graded against its golden case; pass@k and pass^k per case
-go to stderr. ``-v`` lists on stderr each file read and each skipped, and why.
+go to stderr. ``-v`` lists on stderr each file read and each skipped, and why. ``--store``,
+``--langfuse``, ``--emit-otel`` and ``--judge`` deliver through the sinks ``serve`` uses; what each
+delivered is summarised on stderr, and a sink that cannot be configured (a missing key, a store that
+cannot be opened) exits 2 before anything is graded.
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from typing import TYPE_CHECKING, Any
 
 from otel_traj.adapters import TraceFileError
-from otel_traj.adapters.files import SkippedFile, TraceFile, TraceInputs, read_trace_inputs
+from otel_traj.adapters.files import SkippedFile, TraceFile, TraceInputs
+from otel_traj.cli.grade_outputs import GradeOutputs
 from otel_traj.cli.inputs import InputError, load_inputs, write_report
-from otel_traj.config import AssemblerConfig
-from otel_traj.grader import Grader
-from otel_traj.live import subject_attributes
-from otel_traj.offline import trajectories_from_views
-from otel_traj.pipeline import ungraded
-from otel_traj.progress import track
+from otel_traj.offline import grade_runs, read_runs
+from otel_traj.outputs import OutputError
 from otel_traj.reports import RENDERERS, render
+from otel_traj.sinks.store_schema import StoreError
 
 if TYPE_CHECKING:
+    from otel_traj.policy import Policy
     from otel_traj.trajectory import Trajectory
 
 EXIT_OK = 0
@@ -58,6 +61,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
     parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="also write the verdicts (and conversations, judge results) to this SQLite store, as "
+        "`otel-traj serve` does; `otel-traj report --store PATH` lists them",
+    )
+    parser.add_argument(
         "--langfuse",
         action="store_true",
         help="also write the scores onto the traces in Langfuse (LANGFUSE_PUBLIC_KEY, "
@@ -67,7 +76,7 @@ def register(subparsers: Any) -> None:
         "--judge",
         action="store_true",
         help="also run the policy's LLM judges on every run (OPENAI_BASE_URL, OPENAI_API_KEY); their "
-        "results go to stderr (and Langfuse with --langfuse) and never change the exit code",
+        "results go to stderr (and to the other outputs asked for) and never change the exit code",
     )
     parser.add_argument(
         "--emit-otel",
@@ -84,44 +93,44 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INPUT
-    grade = Grader(policy).grade if policy is not None else ungraded
     try:
-        inputs = read_trace_inputs(args.paths)
+        runs = read_runs(args.paths, policy=policy, cases=cases, match_on=args.match_on)
     except TraceFileError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    # Like the processor: a policy's subject may live in a custom attribute on any span of the trace;
-    # so may the attribute that names a run's golden case, which no policy needs to mention.
-    capture = subject_attributes(policy) if policy is not None else ()
-    if cases is not None:
-        capture += tuple(key for key in (args.match_on, *(c.match_on for c in cases)) if key)
-    config = AssemblerConfig().with_capture(capture)
-    trajectories = trajectories_from_views(inputs.views, config)
-    skipped = inputs.skipped + _without_trajectory(inputs, trajectories)
+    skipped = runs.inputs.skipped + _without_trajectory(runs.inputs, runs.trajectories)
     if args.verbose:
-        _print_inputs(inputs, skipped)
-    if not trajectories:
+        _print_inputs(runs.inputs, skipped)
+    if not runs.trajectories:
         # A CI job must not pass having graded nothing.
         print(_nothing_to_grade(args.paths, skipped, listed=args.verbose), file=sys.stderr)
         return EXIT_INPUT
-    verdicts = [grade(t) for t in track(trajectories, "grading")]
-    conversations = None
-    if policy is not None:
-        from otel_traj.conversations import conversation_verdicts
+    outputs = _outputs(args, policy)
+    if outputs is None:
+        return EXIT_INPUT
+    graded = grade_runs(
+        runs.trajectories,
+        policy=policy,
+        cases=cases,
+        match_on=args.match_on,
+        sinks=outputs.sinks,
+        timeout_millis=outputs.timeout_millis,
+    )
+    # Delivered by now (the sinks are shut down), whether or not the report can be written.
+    for line in outputs.summary(graded):
+        print(f"otel-traj: {line}", file=sys.stderr)
+    if graded.cases is not None:
+        from otel_traj.cases import summary_lines
 
-        conversations = conversation_verdicts(verdicts, policy)
-    if cases is not None:
-        from otel_traj.cases import apply_cases, summary_lines
-
-        verdicts, case_report = apply_cases(verdicts, cases, args.match_on)
-        print("\n".join(summary_lines(case_report)), file=sys.stderr)
+        print("\n".join(summary_lines(graded.cases)), file=sys.stderr)
+    verdicts, conversations = graded.verdicts, graded.conversations
     try:
         write_report(render(args.format, verdicts, conversations), args.out)
     except InputError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INPUT
     if args.html:
-        # The HTML report and Langfuse, like golden cases, load only when asked for.
+        # The HTML report, like golden cases, loads only when asked for.
         from otel_traj.conversations.serialize import conversation_to_dict
         from otel_traj.reports.html import write_html
         from otel_traj.serialize import verdict_to_dict
@@ -132,34 +141,19 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
             return EXIT_INPUT
-    if args.langfuse:
-        from otel_traj.sinks.langfuse_offline import send_verdicts
-
-        try:
-            redact = policy.is_sensitive if policy is not None else None
-            delivery = send_verdicts(verdicts, redact=redact, conversations=conversations or ())
-        except ValueError as exc:
-            print(f"otel-traj: --langfuse: {exc}", file=sys.stderr)
-            return EXIT_INPUT
-        print(f"otel-traj: langfuse: {delivery.summary()}", file=sys.stderr)
-    if args.judge:
-        from otel_traj.cli.judge import judge_verdicts
-
-        try:
-            lines = judge_verdicts(verdicts, policy, args.langfuse)
-        except ValueError as exc:
-            print(f"otel-traj: --judge: {exc}", file=sys.stderr)
-            return EXIT_INPUT
-        print("\n".join(f"otel-traj: {line}" for line in lines), file=sys.stderr)
-    if args.emit_otel:
-        from otel_traj.cli.emit import emit_events
-
-        print(
-            f"otel-traj: events: {emit_events(args.emit_otel, verdicts, conversations, policy)}",
-            file=sys.stderr,
-        )
     outcomes = [v.outcome for v in verdicts] + [c.outcome for c in conversations or ()]
     return EXIT_FAILED if any(o in ("unsafe", "fail") for o in outcomes) else EXIT_OK
+
+
+def _outputs(args: argparse.Namespace, policy: Policy | None) -> GradeOutputs | None:
+    """The sinks the flags ask for; None when one cannot be built (why is printed)."""
+    try:
+        return GradeOutputs(args, policy)
+    except OutputError as exc:
+        print(f"otel-traj: --{exc.output}: {exc}", file=sys.stderr)
+    except (StoreError, OSError, sqlite3.Error) as exc:
+        print(f"otel-traj: --store: {exc}", file=sys.stderr)
+    return None
 
 
 def _without_trajectory(inputs: TraceInputs, trajectories: list[Trajectory]) -> list[SkippedFile]:

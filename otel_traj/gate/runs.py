@@ -153,30 +153,17 @@ def _graded_from_traces(
 ) -> list[tuple[str, dict[str, Any]]]:
     """Grade the runs in trace files as ``otel-traj grade`` does; (file, verdict JSON) per run."""
     from otel_traj.adapters import TraceFileError
-    from otel_traj.adapters.files import read_trace_inputs
-    from otel_traj.config import AssemblerConfig
-    from otel_traj.grader import Grader
-    from otel_traj.live import subject_attributes
-    from otel_traj.offline import trajectories_from_views
-    from otel_traj.pipeline import ungraded
+    from otel_traj.offline import grade_runs, read_runs
     from otel_traj.serialize import verdict_to_dict
 
+    cases = finder.cases or None
     try:
-        inputs = read_trace_inputs(paths)
+        runs = read_runs(paths, policy=policy, cases=cases, match_on=finder.match_on)
     except TraceFileError as exc:
         raise GateInputError(str(exc)) from None
-    capture = subject_attributes(policy) if policy is not None else ()
-    if finder.cases:
-        capture += tuple(k for k in (finder.match_on, *(c.match_on for c in finder.cases)) if k)
-    trajectories = trajectories_from_views(inputs.views, AssemblerConfig().with_capture(capture))
-    grade = Grader(policy).grade if policy is not None else ungraded
-    verdicts = [grade(t) for t in trajectories]
-    if finder.cases:
-        from otel_traj.cases import apply_cases
-
-        verdicts, _ = apply_cases(verdicts, finder.cases, finder.match_on)
-    files = {view.trace_id: str(file.path) for file in inputs.files for view in file.views}
-    return [(files.get(v.trajectory.trace_id, ", ".join(paths)), verdict_to_dict(v)) for v in verdicts]
+    graded = grade_runs(runs.trajectories, policy=policy, cases=cases, match_on=finder.match_on)
+    files = {view.trace_id: str(file.path) for file in runs.inputs.files for view in file.views}
+    return [(files.get(v.trajectory.trace_id, ", ".join(paths)), verdict_to_dict(v)) for v in graded.verdicts]
 
 
 def load_side(paths: Sequence[str], policy: Policy | None, finder: CaseFinder, side: str) -> list[Run]:

@@ -29,6 +29,7 @@ from uvicorn.config import create_ssl_context
 from otel_traj.adapters.log_events import PendingEvents
 from otel_traj.conversations import Conversations
 from otel_traj.judge.sink import JudgeSink
+from otel_traj.outputs import Outputs, build_sinks
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import PolicyError
 from otel_traj.serve.connections import RequestLimit, idle_closing_protocol
@@ -42,8 +43,6 @@ from otel_traj.serve.policy_holder import PolicyHolder
 from otel_traj.serve.settings import ServeSettings
 from otel_traj.serve.tls import ServedCertificate, TlsFiles, follow_in_handshakes, load_tls
 from otel_traj.sinks.base import Sink
-from otel_traj.sinks.langfuse import LangfuseSink
-from otel_traj.sinks.otel_events import EvaluationEventSink
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.sinks.prometheus_health import register_pipeline_health
 from otel_traj.sinks.store import SqliteSink
@@ -121,33 +120,24 @@ class Service:
         self.stats = PipelineStats()
         self.policy = PolicyHolder(settings.policy, self.stats)
         self.prometheus = PrometheusSink()
-        sinks: list[Sink] = [self.prometheus]
-        self.store: SqliteSink | None = None
-        if settings.store:
-            # What is kept on disk is masked as Langfuse is: the policy's keys and secret-looking ones.
-            self.store = SqliteSink(
-                path=settings.store, max_queue=settings.store_queue, redact=self.policy.is_sensitive
-            )
-            sinks.append(self.store)
-        if langfuse_configured():
-            sinks.append(LangfuseSink(redact=self.policy.is_sensitive))
-        if settings.emit_otel:
-            sinks.append(
-                EvaluationEventSink(
-                    endpoint=settings.emit_otel,
-                    redact=self.policy.is_sensitive,
-                    policy=lambda: self.policy.policy,
-                )
-            )
-        sinks.extend(extra_sinks)
-        self.judges: JudgeSink | None = None
-        if self.policy.policy is not None and self.policy.policy.has_judges():
-            # Ahead of the sinks it publishes to. Each run meets the judges of the policy in force when
-            # it was graded; the endpoint (OPENAI_BASE_URL, OPENAI_API_KEY) is read once, here.
-            self.judges = JudgeSink(
-                policy=lambda: self.policy.policy, sinks=sinks, redact=self.policy.is_sensitive
-            )
-            sinks.insert(0, self.judges)
+        policy = self.policy.policy
+        built = build_sinks(
+            Outputs(
+                store=settings.store,
+                store_queue=settings.store_queue,
+                langfuse=langfuse_configured(),
+                emit_otel=settings.emit_otel,
+                # Each run meets the judges of the policy in force when it was graded.
+                judges=policy is not None and policy.has_judges(),
+            ),
+            policy=lambda: self.policy.policy,
+            redact=self.policy.is_sensitive,
+            before=(self.prometheus,),
+            after=extra_sinks,
+        )
+        sinks = built.sinks
+        self.store: SqliteSink | None = built.store
+        self.judges: JudgeSink | None = built.judges
         from_logs = settings.conversations_from == "logs"
         self.conversations = Conversations(
             lambda: self.policy.policy, stats=self.stats, observe_traces=not from_logs
