@@ -45,7 +45,7 @@ class Progress:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = _is_terminal(self.stream) if enabled is None else enabled
-        self.min_interval_s = min_interval_s
+        self.min_interval_s = env.SECONDS.require("min_interval_s", min_interval_s)
         self.done = 0
         self._drawn_at = float("-inf")
         self._width = 0
