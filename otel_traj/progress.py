@@ -7,7 +7,6 @@ erases itself when done so the report printed after it starts on a clean line.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -15,12 +14,14 @@ from collections.abc import Iterable, Iterator, Sized
 from types import TracebackType
 from typing import TextIO, TypeVar
 
+from otel_traj import env
+
 T = TypeVar("T")
 
 
 def _is_terminal(stream: TextIO) -> bool:
     try:
-        return stream.isatty() and os.environ.get("TERM") != "dumb"
+        return stream.isatty() and env.TERM.read() != "dumb"
     except (AttributeError, ValueError):
         return False
 
@@ -44,7 +45,7 @@ class Progress:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = _is_terminal(self.stream) if enabled is None else enabled
-        self.min_interval_s = min_interval_s
+        self.min_interval_s = env.SECONDS.require("min_interval_s", min_interval_s)
         self.done = 0
         self._drawn_at = float("-inf")
         self._width = 0

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_traj import env
 from otel_traj.dialects import DEFAULT_MAX_CHARS, may_be_step, read_span
 from otel_traj.dialects._base import clip_text
 from otel_traj.dialects.context import capture_sources, captured_values, metadata_text
@@ -91,7 +92,7 @@ class RecordMaker:
         self.sources = capture_sources(capture)
         self._capture = capture
         self._keys = frozenset(self.sources)
-        self._max_chars = max_chars
+        self._max_chars = env.COUNT.require("max_chars", max_chars)
 
     def wanted(self, name: str, attributes: Mapping[str, Any]) -> bool:
         """Whether a span of this name and these attributes may carry a step or a captured value:

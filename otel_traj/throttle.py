@@ -8,6 +8,8 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 
+from otel_traj import env
+
 PERIOD_S = 60.0
 # Reasons are few (a field and a step kind); the bound only guards against an unbounded key set.
 MAX_REASONS = 1024
@@ -21,10 +23,8 @@ class Throttle:
         period_s: float = PERIOD_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not period_s >= 0:
-            raise ValueError(f"period_s must be >= 0, got {period_s!r}")
         self._logger = logger
-        self._period_s = period_s
+        self._period_s = env.SECONDS.require("period_s", period_s)
         self._clock = clock
         self._last: dict[Hashable, float] = {}
         self._held: dict[Hashable, int] = {}

@@ -15,7 +15,7 @@ import yaml
 
 from otel_traj.cli import build_parser
 from otel_traj.cli.serve import settings_from_args
-from otel_traj.config import strict_settings
+from otel_traj.env import strict_settings
 from otel_traj.policy import parse_policy
 from otel_traj.serve.settings import ServeSettings
 from otel_traj.sinks.evaluation_records import CONVERSATION_ID, SUMMARY

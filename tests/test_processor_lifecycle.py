@@ -12,7 +12,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
 from otel_traj.assembler import Assembler
-from otel_traj.config import AssemblerConfig, SettingError, strict_settings
+from otel_traj.config import AssemblerConfig
+from otel_traj.env import SettingError, strict_settings
 from otel_traj.offline import trajectories_from_views
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.sinks.base import Sink
@@ -146,7 +147,7 @@ def test_a_cap_of_zero_from_the_environment_is_refused_like_any_invalid_value(
     monkeypatch.setenv("OTEL_TRAJ_MAX_BACKLOG", "0")
     with caplog.at_level(logging.WARNING, logger="otel_traj"):
         assert AssemblerConfig().max_backlog == 100_000
-    assert "OTEL_TRAJ_MAX_BACKLOG='0': expected a positive integer" in caplog.text
+    assert "OTEL_TRAJ_MAX_BACKLOG='0': expected an integer >= 1" in caplog.text
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from otel_traj.cases.dimensions import TRAJECTORY_MATCH
-from otel_traj.config import SettingError, strict_settings
+from otel_traj.env import SettingError, strict_settings
 from otel_traj.grader import Grader
 from otel_traj.judge.result import JudgeResult
 from otel_traj.sinks.base import LiveViolation

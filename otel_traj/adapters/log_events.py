@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from otel_traj import env
 from otel_traj.adapters.otlp_json import (
     MalformedError,
     any_value,
@@ -206,8 +207,8 @@ class PendingEvents:
     def __init__(
         self, *, max_spans: int, max_bytes: int, on_drop: Callable[[int], None] | None = None
     ) -> None:
-        self.max_spans = max_spans
-        self.max_bytes = max_bytes
+        self.max_spans = env.COUNT.require("max_spans", max_spans)
+        self.max_bytes = env.SIZE.require("max_bytes", max_bytes)
         self.dropped = 0
         self._on_drop = on_drop
         self._waiting: OrderedDict[SpanKey, list[tuple[SpanEvent, int]]] = OrderedDict()

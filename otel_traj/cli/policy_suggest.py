@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any
 
+from otel_traj import env
+
 EXIT_OK = 0
 EXIT_INPUT = 2
 
@@ -30,8 +32,7 @@ def add_parser(actions: Any) -> None:
     parser.add_argument(
         "--store",
         metavar="DB",
-        help="read the runs from this verdict store (default without PATH: env OTEL_TRAJ_STORE, "
-        "else ./otel-traj.db)",
+        help=f"read the runs from this verdict store (default without PATH: {env.STORE.cite()})",
     )
     parser.add_argument(
         "--agent", metavar="NAME", help="only this agent (the agent name, else the service name)"
@@ -77,7 +78,6 @@ def run(args: argparse.Namespace) -> int:
 
     from otel_traj.cli.inputs import InputError, write_report
     from otel_traj.cli.report import parse_since
-    from otel_traj.config import env_str
     from otel_traj.policy.models import Scope
     from otel_traj.policy.suggest import SuggestSettings, suggest
     from otel_traj.policy.suggest_yaml import render_yaml
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         settings = SuggestSettings(args.percentile, args.factor, args.min_runs, args.min_support, scope)
     except ValueError as exc:
         return _fail(str(exc))
-    store = args.store or (None if args.paths else env_str("OTEL_TRAJ_STORE", None) or "otel-traj.db")
+    store = args.store or (None if args.paths else env.STORE.read())
     try:
         runs = runs_from_files(args.paths, capture=args.subject_attribute) if args.paths else []
         if store is not None:

@@ -10,9 +10,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from otel_traj import env
 from otel_traj.cli.report_conversations import report_conversations
 from otel_traj.cli.report_table import failed_checks, print_report, render_rows, started
-from otel_traj.config import env_str
 from otel_traj.sinks.store import Query, StoreError, connect, read_verdicts
 from otel_traj.verdict import OUTCOMES
 
@@ -56,8 +56,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--store",
-        default=env_str("OTEL_TRAJ_STORE", "otel-traj.db"),
-        help="SQLite store (env OTEL_TRAJ_STORE, default ./otel-traj.db)",
+        default=env.STORE.read(),
+        help=f"SQLite store ({env.STORE.cite()})",
     )
     parser.add_argument(
         "--since", type=parse_since, help="runs started since: 1h, 30m, 2d or an ISO 8601 time"

@@ -7,8 +7,9 @@ import sys
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
+from otel_traj import env
 from otel_traj.cli.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
-from otel_traj.config import AssemblerConfig, env_str, strict_settings
+from otel_traj.config import AssemblerConfig
 from otel_traj.policy import PolicyError
 from otel_traj.serve.settings import CONVERSATIONS_FROM, ServeSettings
 from otel_traj.sinks.store import StoreError
@@ -29,110 +30,100 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--policy",
-        help="policy file; without one, no checks run (env OTEL_TRAJ_POLICY, default none)",
+        help=f"policy file; without one, no checks run ({env.POLICY.cite()})",
     )
-    parser.add_argument("--host", help="address to listen on (env OTEL_TRAJ_HOST, default 127.0.0.1)")
-    parser.add_argument(
-        "--grpc-port", type=int, help="OTLP/gRPC port (env OTEL_TRAJ_GRPC_PORT, default 4317)"
-    )
-    parser.add_argument(
-        "--http-port", type=int, help="OTLP/HTTP port (env OTEL_TRAJ_HTTP_PORT, default 4318)"
-    )
+    parser.add_argument("--host", help=f"address to listen on ({env.HOST.cite()})")
+    parser.add_argument("--grpc-port", type=int, help=f"OTLP/gRPC port ({env.GRPC_PORT.cite()})")
+    parser.add_argument("--http-port", type=int, help=f"OTLP/HTTP port ({env.HTTP_PORT.cite()})")
     parser.add_argument(
         "--metrics-port",
         type=int,
-        help="/metrics, /healthz, /readyz (env OTEL_TRAJ_METRICS_PORT, default 9464)",
+        help=f"/metrics, /healthz, /readyz ({env.METRICS_PORT.cite()})",
     )
     parser.add_argument(
         "--store",
-        help="SQLite verdict store, empty for none (env OTEL_TRAJ_STORE, default otel-traj.db)",
+        help=f"SQLite verdict store, empty for none ({env.STORE.cite()})",
     )
     parser.add_argument(
         "--auth-token",
         help="require `Authorization: Bearer TOKEN`; every local user can read it in the process "
-        "list, prefer --auth-token-file (env OTEL_TRAJ_AUTH_TOKEN, default none)",
+        f"list, prefer --auth-token-file ({env.AUTH_TOKEN.cite()})",
     )
     parser.add_argument(
         "--auth-token-file",
         metavar="FILE",
         help="require `Authorization: Bearer TOKEN`, the token read from FILE at startup "
-        "(env OTEL_TRAJ_AUTH_TOKEN_FILE, default none)",
+        f"({env.AUTH_TOKEN_FILE.cite()})",
     )
     parser.add_argument(
         "--tls-cert",
-        help="PEM certificate chain: TLS on both OTLP ports (env OTEL_TRAJ_TLS_CERT, default none)",
+        help=f"PEM certificate chain: TLS on both OTLP ports ({env.TLS_CERT.cite()})",
     )
-    parser.add_argument(
-        "--tls-key", help="PEM private key of --tls-cert (env OTEL_TRAJ_TLS_KEY, default none)"
-    )
+    parser.add_argument("--tls-key", help=f"PEM private key of --tls-cert ({env.TLS_KEY.cite()})")
     parser.add_argument(
         "--tls-client-ca",
-        help="PEM CA certificates: require client certificates they signed "
-        "(env OTEL_TRAJ_TLS_CLIENT_CA, default none)",
+        help=f"PEM CA certificates: require client certificates they signed ({env.TLS_CLIENT_CA.cite()})",
     )
     parser.add_argument(
         "--max-request-bytes",
         type=int,
-        help="decompressed request limit (env OTEL_TRAJ_MAX_REQUEST_BYTES, default 16777216: 16 MiB)",
+        help=f"decompressed request limit ({env.MAX_REQUEST_BYTES.cite()})",
     )
     parser.add_argument(
         "--retry-after",
         dest="retry_after_s",
         metavar="RETRY_AFTER",
         type=float,
-        help="seconds an overloaded receiver asks for (env OTEL_TRAJ_RETRY_AFTER_S, default 1)",
+        help=f"seconds an overloaded receiver asks for ({env.RETRY_AFTER_S.cite()})",
     )
     parser.add_argument(
         "--grace",
         dest="grace_s",
         metavar="GRACE",
         type=float,
-        help="seconds to wait after a trace looks complete (env OTEL_TRAJ_GRACE_S, default 0.5)",
+        help=f"seconds to wait after a trace looks complete ({env.GRACE_S.cite()})",
     )
     parser.add_argument(
         "--ttl",
         dest="ttl_s",
         metavar="TTL",
         type=float,
-        help="seconds before an unfinished trace is graded incomplete (env OTEL_TRAJ_TTL_S, default 600)",
+        help=f"seconds before an unfinished trace is graded incomplete ({env.TTL_S.cite()})",
     )
     parser.add_argument(
         "--max-traces",
         type=int,
-        help="traces held before requests are refused, retryable (env OTEL_TRAJ_MAX_TRACES, default 10000)",
+        help=f"traces held before requests are refused, retryable ({env.MAX_TRACES.cite()})",
     )
-    parser.add_argument(
-        "--max-steps", type=int, help="steps kept per trace (env OTEL_TRAJ_MAX_STEPS, default 1000)"
-    )
+    parser.add_argument("--max-steps", type=int, help=f"steps kept per trace ({env.MAX_STEPS.cite()})")
     parser.add_argument(
         "--store-queue",
         type=int,
-        help="verdicts waiting for the store writer (env OTEL_TRAJ_STORE_QUEUE, default 10000)",
+        help=f"verdicts waiting for the store writer ({env.STORE_QUEUE.cite()})",
     )
     parser.add_argument(
         "--emit-otel",
         metavar="URL",
-        help="export gen_ai.evaluation.result events over OTLP/HTTP to URL/v1/logs "
-        "(env OTEL_TRAJ_EMIT_OTEL, default none)",
+        help=f"export gen_ai.evaluation.result events over OTLP/HTTP to URL/v1/logs ({env.EMIT_OTEL.cite()})",
     )
     parser.add_argument(
         "--conversations-from",
         choices=CONVERSATIONS_FROM,
         help="grade conversations from the traces this service grades, or from the trace summaries "
         "received on /v1/logs and LogsService (a fleet's conversation tier) "
-        "(env OTEL_TRAJ_CONVERSATIONS_FROM, default traces)",
+        f"({env.CONVERSATIONS_FROM.cite()})",
     )
     parser.add_argument(
         "--log-level",
-        default=(env_str("OTEL_TRAJ_LOG_LEVEL", "INFO") or "INFO").upper(),
+        default=env.LOG_LEVEL.read().upper(),
         choices=LOG_LEVELS,
-        help="least severe log records written to stderr (env OTEL_TRAJ_LOG_LEVEL, default INFO)",
+        help=f"least severe log records written to stderr ({env.LOG_LEVEL.cite()})",
     )
     parser.add_argument(
         "--log-format",
-        default=env_str("OTEL_TRAJ_LOG_FORMAT", "text"),
+        default=env.LOG_FORMAT.read(),
         choices=LOG_FORMATS,
-        help="text, or one JSON object per line for log pipelines (env OTEL_TRAJ_LOG_FORMAT, default text)",
+        help=f"text, or one JSON object per line for log pipelines ({env.LOG_FORMAT.cite()})",
     )
     parser.set_defaults(run=run)
 
@@ -152,8 +143,8 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
 def run(args: argparse.Namespace) -> int:
     # Only the environment can get here: argparse checks a flag's value against its choices.
     for name, value, choices in (
-        ("OTEL_TRAJ_LOG_LEVEL", args.log_level, LOG_LEVELS),
-        ("OTEL_TRAJ_LOG_FORMAT", args.log_format, LOG_FORMATS),
+        (env.LOG_LEVEL.name, args.log_level, LOG_LEVELS),
+        (env.LOG_FORMAT.name, args.log_format, LOG_FORMATS),
     ):
         if value not in choices:
             print(
@@ -166,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         # A service refuses to start on a bad OTEL_TRAJ_* value (a library logs it and goes on).
-        with strict_settings():
+        with env.strict_settings():
             settings = settings_from_args(args)
             service = Service(settings)
     except (ValueError, PolicyError, StoreError, OSError) as exc:

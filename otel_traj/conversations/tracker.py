@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from otel_traj.config import env_int
+from otel_traj import env
 from otel_traj.conversations.grade import agent_policy, grade_with_policy
 from otel_traj.conversations.summary import TraceSummary, summarize
 from otel_traj.conversations.verdict import ConversationVerdict
@@ -22,8 +22,6 @@ from otel_traj.policy import Policy
 from otel_traj.stats import PipelineStats
 from otel_traj.verdict import Verdict
 
-DEFAULT_MAX_CONVERSATIONS = 10_000
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 DROPPED = "max_conversations"
 # Open conversations whose agent's policy, reloaded, no longer has a ``conversation`` section.
 NO_RULES = "conversation_rules_removed"
@@ -63,20 +61,13 @@ class Conversations:
     ) -> None:
         self._policy = policy
         self.observe_traces = observe_traces
-        self.max_conversations = (
-            max_conversations
-            if max_conversations is not None
-            else env_int("OTEL_TRAJ_MAX_CONVERSATIONS", DEFAULT_MAX_CONVERSATIONS)
+        self.max_conversations = env.COUNT.require(
+            "max_conversations",
+            max_conversations if max_conversations is not None else env.MAX_CONVERSATIONS.read(),
         )
-        self.max_bytes = (
-            max_bytes
-            if max_bytes is not None
-            else env_int("OTEL_TRAJ_CONVERSATION_MAX_BYTES", DEFAULT_MAX_BYTES)
+        self.max_bytes = env.COUNT.require(
+            "max_bytes", max_bytes if max_bytes is not None else env.CONVERSATION_MAX_BYTES.read()
         )
-        if self.max_conversations < 1 or self.max_bytes < 1:
-            raise ValueError(
-                f"max_conversations={self.max_conversations}, max_bytes={self.max_bytes}: must be >= 1"
-            )
         self.stats = stats if stats is not None else PipelineStats()
         self._clock = clock
         self._open: OrderedDict[str, _Open] = OrderedDict()

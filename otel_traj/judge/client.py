@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from otel_traj.config import env_str
+from otel_traj import env
 
 
 class JudgeTimeout(Exception):
@@ -32,12 +32,12 @@ class OpenAIChatModel:
             import openai
         except ImportError:
             raise ValueError("LLM judges need the openai package: pip install 'otel-traj[judge]'") from None
-        key = api_key or env_str("OPENAI_API_KEY", None)
+        key = api_key or env.OPENAI_API_KEY.read()
         if not key:
             raise ValueError("LLM judges need an API key (argument or OPENAI_API_KEY)")
         self._openai = openai
         self._client = openai.OpenAI(
-            base_url=base_url or env_str("OPENAI_BASE_URL", None), api_key=key, max_retries=0
+            base_url=base_url or env.OPENAI_BASE_URL.read(), api_key=key, max_retries=0
         )
 
     def complete(self, model: str, messages: list[dict[str, str]], timeout_s: float) -> str | None:

@@ -13,7 +13,6 @@ import faulthandler
 import gc
 import logging
 import math
-import os
 import signal
 import socket
 import ssl
@@ -26,6 +25,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry
 from uvicorn.config import create_ssl_context
 
+from otel_traj import env
 from otel_traj.adapters.log_events import PendingEvents
 from otel_traj.conversations import Conversations
 from otel_traj.judge.sink import JudgeSink
@@ -102,7 +102,7 @@ class Ports:
 
 
 def langfuse_configured() -> bool:
-    return bool(os.environ.get("LANGFUSE_PUBLIC_KEY") and os.environ.get("LANGFUSE_SECRET_KEY"))
+    return bool(env.LANGFUSE_PUBLIC_KEY.read() and env.LANGFUSE_SECRET_KEY.read())
 
 
 class Service:

@@ -1,11 +1,13 @@
-"""Service settings: constructor arguments with ``OTEL_TRAJ_*`` environment-variable defaults."""
+"""Service settings: constructor arguments with environment-variable defaults (``otel_traj.env``),
+checked when the object is made."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from otel_traj.config import AssemblerConfig, env_float, env_int, env_str
+from otel_traj import env
+from otel_traj.config import AssemblerConfig
 
 # Where a service's conversations come from: the traces it grades, or other replicas' events.
 CONVERSATIONS_FROM = ("traces", "logs")
@@ -34,35 +36,33 @@ class ServeSettings:
     endpoints; this service's own traces then reach its conversations only through those events).
     """
 
-    host: str = field(default_factory=lambda: env_str("OTEL_TRAJ_HOST", "127.0.0.1") or "127.0.0.1")
-    grpc_port: int = field(default_factory=lambda: env_int("OTEL_TRAJ_GRPC_PORT", 4317))
-    http_port: int = field(default_factory=lambda: env_int("OTEL_TRAJ_HTTP_PORT", 4318))
-    metrics_port: int = field(default_factory=lambda: env_int("OTEL_TRAJ_METRICS_PORT", 9464))
-    policy: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_POLICY", None))
-    store: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_STORE", "otel-traj.db"))
-    auth_token: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_AUTH_TOKEN", None))
-    auth_token_file: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_AUTH_TOKEN_FILE", None))
-    tls_cert: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_TLS_CERT", None))
-    tls_key: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_TLS_KEY", None))
-    tls_client_ca: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_TLS_CLIENT_CA", None))
-    max_request_bytes: int = field(
-        default_factory=lambda: env_int("OTEL_TRAJ_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
-    )
-    retry_after_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_RETRY_AFTER_S", 1.0))
-    store_queue: int = field(default_factory=lambda: env_int("OTEL_TRAJ_STORE_QUEUE", 10_000))
-    grpc_workers: int = field(default_factory=lambda: env_int("OTEL_TRAJ_GRPC_WORKERS", 8))
-    idle_timeout_s: float = field(default_factory=lambda: env_float("OTEL_TRAJ_IDLE_TIMEOUT_S", 10.0))
-    emit_otel: str | None = field(default_factory=lambda: env_str("OTEL_TRAJ_EMIT_OTEL", None))
-    conversations_from: str = field(
-        default_factory=lambda: env_str("OTEL_TRAJ_CONVERSATIONS_FROM", "traces") or "traces"
-    )
+    host: str = field(default_factory=env.HOST.read)
+    grpc_port: int = field(default_factory=env.GRPC_PORT.read)
+    http_port: int = field(default_factory=env.HTTP_PORT.read)
+    metrics_port: int = field(default_factory=env.METRICS_PORT.read)
+    policy: str | None = field(default_factory=env.POLICY.read)
+    store: str | None = field(default_factory=env.STORE.read)
+    auth_token: str | None = field(default_factory=env.AUTH_TOKEN.read)
+    auth_token_file: str | None = field(default_factory=env.AUTH_TOKEN_FILE.read)
+    tls_cert: str | None = field(default_factory=env.TLS_CERT.read)
+    tls_key: str | None = field(default_factory=env.TLS_KEY.read)
+    tls_client_ca: str | None = field(default_factory=env.TLS_CLIENT_CA.read)
+    max_request_bytes: int = field(default_factory=env.MAX_REQUEST_BYTES.read)
+    retry_after_s: float = field(default_factory=env.RETRY_AFTER_S.read)
+    store_queue: int = field(default_factory=env.STORE_QUEUE.read)
+    grpc_workers: int = field(default_factory=env.GRPC_WORKERS.read)
+    idle_timeout_s: float = field(default_factory=env.IDLE_TIMEOUT_S.read)
+    emit_otel: str | None = field(default_factory=env.EMIT_OTEL.read)
+    conversations_from: str = field(default_factory=env.CONVERSATIONS_FROM.read)
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
 
     def __post_init__(self) -> None:
         for name in ("grpc_port", "http_port", "metrics_port"):
-            port = getattr(self, name)
-            if not 0 <= port <= 65535:
-                raise ValueError(f"{name}={port}: expected 0..65535")
+            env.PORT.require(name, getattr(self, name))
+        for name in ("max_request_bytes", "store_queue", "grpc_workers"):
+            env.COUNT.require(name, getattr(self, name))
+        env.SECONDS.require("retry_after_s", self.retry_after_s)
+        env.POSITIVE_SECONDS.require("idle_timeout_s", self.idle_timeout_s)
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError(
                 "tls_cert and tls_key: give both (a PEM certificate chain and its key) or neither"
@@ -75,16 +75,6 @@ class ServeSettings:
             raise ValueError(
                 f"conversations_from={self.conversations_from!r}: expected one of "
                 + ", ".join(CONVERSATIONS_FROM)
-            )
-        if not self.idle_timeout_s > 0:
-            raise ValueError(f"idle_timeout_s={self.idle_timeout_s}: must be positive")
-        if self.max_request_bytes < 1:
-            raise ValueError(f"max_request_bytes={self.max_request_bytes}: must be positive")
-        if self.retry_after_s < 0:
-            raise ValueError(f"retry_after_s={self.retry_after_s}: must not be negative")
-        if self.store_queue < 1 or self.grpc_workers < 1:
-            raise ValueError(
-                f"store_queue={self.store_queue}, grpc_workers={self.grpc_workers}: must be >= 1"
             )
 
     def bearer_token(self) -> str | None:

@@ -22,9 +22,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_a
 from prometheus_client import start_http_server as _start_http_server
 from prometheus_client.metrics import MetricWrapperBase
 
+from otel_traj import env
 from otel_traj.cases.dimensions import SEVERITY as CASE_SEVERITY
 from otel_traj.check_catalog import NAMES
-from otel_traj.config import env_int, env_list
 from otel_traj.cost import run_cost
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.sinks.prometheus_conversations import ConversationMetrics
@@ -80,8 +80,7 @@ class LabelBudget:
     """
 
     def __init__(self, allowlist: Iterable[str] | None, max_values: int) -> None:
-        if max_values < 0:
-            raise ValueError(f"max_values must be >= 0, got {max_values}")
+        env.SIZE.require("max_values", max_values)
         self._fixed = allowlist is not None
         self._values: set[str] = set(allowlist or ())
         self._max = max_values
@@ -141,16 +140,16 @@ class PrometheusSink(Sink):
         super().__init__()
         self.registry = registry if registry is not None else CollectorRegistry()
         self.tools = LabelBudget(
-            tool_allowlist if tool_allowlist is not None else env_list("OTEL_TRAJ_PROMETHEUS_TOOLS"),
-            max_tools if max_tools is not None else env_int("OTEL_TRAJ_PROMETHEUS_MAX_TOOLS", 50),
+            tool_allowlist if tool_allowlist is not None else env.PROMETHEUS_TOOLS.read(),
+            max_tools if max_tools is not None else env.PROMETHEUS_MAX_TOOLS.read(),
         )
         self.agents = LabelBudget(
-            agent_allowlist if agent_allowlist is not None else env_list("OTEL_TRAJ_PROMETHEUS_AGENTS"),
-            max_agents if max_agents is not None else env_int("OTEL_TRAJ_PROMETHEUS_MAX_AGENTS", 20),
+            agent_allowlist if agent_allowlist is not None else env.PROMETHEUS_AGENTS.read(),
+            max_agents if max_agents is not None else env.PROMETHEUS_MAX_AGENTS.read(),
         )
         self.versions = LabelBudget(
-            version_allowlist if version_allowlist is not None else env_list("OTEL_TRAJ_PROMETHEUS_VERSIONS"),
-            max_versions if max_versions is not None else env_int("OTEL_TRAJ_PROMETHEUS_MAX_VERSIONS", 20),
+            version_allowlist if version_allowlist is not None else env.PROMETHEUS_VERSIONS.read(),
+            max_versions if max_versions is not None else env.PROMETHEUS_MAX_VERSIONS.read(),
         )
         self._check_names = frozenset(check_names)
         # Registered with the first conversation verdict: a deployment without conversations has no
