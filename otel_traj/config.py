@@ -20,22 +20,6 @@ DEFAULT_CAPTURE = (
 )
 
 
-# The readers of modules not yet moved to ``otel_traj.env``'s declarations (each reads a variable
-# ``env`` declares, with the same default).
-def env_float(name: str, default: float) -> float:
-    """A finite, non-negative number of ``name`` (seconds)."""
-    return env.env_value(name, default, env.SECONDS.parse, env.SECONDS.expected)
-
-
-def env_int(name: str, default: int) -> int:
-    """A non-negative integer of ``name``."""
-    return env.env_value(name, default, env.SIZE.parse, env.SIZE.expected)
-
-
-def env_str(name: str, default: str | None) -> str | None:
-    return env.env_value(name, default, env.OPTIONAL_TEXT.parse, env.OPTIONAL_TEXT.expected)
-
-
 @dataclass(slots=True, frozen=True, kw_only=True)
 class AssemblerConfig:
     """Limits of the per-trace buffers.

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
+from otel_traj import env
 from otel_traj.forks import after_fork_in_child, start_daemon
 from otel_traj.stats import PipelineStats
 
@@ -53,13 +54,6 @@ def backoff_delay(attempt: int, initial_s: float, max_s: float, at_least_s: floa
     exponent is capped too: an outage of days must not overflow the float."""
     delay = min(max_s, initial_s * 2.0 ** min(attempt, 64)) * random.uniform(0.5, 1.0)
     return delay if at_least_s is None else max(delay, at_least_s)
-
-
-def check_sizes(**sizes: int) -> None:
-    """A queue's sizes are at least 1 (for sinks that check them before they open a connection)."""
-    for field, value in sizes.items():
-        if value < 1:
-            raise ValueError(f"{field}={value!r}: must be at least 1")
 
 
 class Delivery(Generic[T]):
@@ -103,9 +97,9 @@ class Delivery(Generic[T]):
         on_fork: Callable[[], None] | None = None,
         on_stop: Callable[[], None] | None = None,
     ) -> None:
-        check_sizes(max_queue=max_queue, batch_size=batch_size)
-        if not math.isfinite(linger_s) or linger_s < 0:
-            raise ValueError(f"linger_s={linger_s!r}: must be a finite number of seconds, at least 0")
+        env.COUNT.require("max_queue", max_queue)
+        env.COUNT.require("batch_size", batch_size)
+        env.SECONDS.require("linger_s", linger_s)
         self.name = name
         self.max_queue = max_queue
         self.batch_size = batch_size

@@ -50,14 +50,20 @@ def test_every_otel_traj_variable_the_docs_name_is_declared() -> None:
 
 
 def test_every_declaration_is_read_somewhere() -> None:
-    # Through its declaration (``env.STORE.read()``), or by name in a module not yet moved to it.
     code = "\n".join(path.read_text() for path in _sources() if path.name != "env.py")
     attributes = {value.name: attr for attr, value in vars(env).items() if isinstance(value, env.Variable)}
     assert set(attributes) == DECLARED, "every declaration is a module attribute of otel_traj.env"
-    unread = [
-        name for name, attr in attributes.items() if f"env.{attr}." not in code and f'"{name}"' not in code
-    ]
+    unread = [name for name, attr in attributes.items() if f"env.{attr}." not in code]
     assert not unread
+
+
+def test_only_the_declarations_read_the_environment() -> None:
+    readers = [
+        str(path.relative_to(ROOT))
+        for path in _sources()
+        if path.name != "env.py" and re.search(r"os\.environ|os\.getenv|getenv\(", path.read_text())
+    ]
+    assert readers == []
 
 
 def test_every_declaration_is_documented_where_it_is_described() -> None:

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
+from otel_traj import env
 from otel_traj.sinks.langfuse import (
-    DEFAULT_MAX_AGE_S,
     DROP_EXPIRED,
     DROP_QUEUE_FULL,
     MAX_RETRY_AFTER_S,
@@ -128,7 +128,7 @@ def test_backoff_stays_capped_however_long_the_outage() -> None:
 def test_max_age_setting(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     with LangfuseTestServer().running() as server:
         sinks = [fast_sink(server)]
-        assert sinks[0].max_age_s == DEFAULT_MAX_AGE_S == 3600.0
+        assert sinks[0].max_age_s == env.LANGFUSE_MAX_AGE_S.default == 3600.0
         monkeypatch.setenv("OTEL_TRAJ_LANGFUSE_MAX_AGE_S", "90")
         sinks.append(fast_sink(server))
         assert sinks[-1].max_age_s == 90.0
@@ -137,7 +137,7 @@ def test_max_age_setting(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCapt
         monkeypatch.setenv("OTEL_TRAJ_LANGFUSE_MAX_AGE_S", "soon")
         with caplog.at_level(logging.WARNING, logger="otel_traj"):
             sinks.append(fast_sink(server))
-        assert sinks[-1].max_age_s == DEFAULT_MAX_AGE_S
+        assert sinks[-1].max_age_s == env.LANGFUSE_MAX_AGE_S.default
         assert "OTEL_TRAJ_LANGFUSE_MAX_AGE_S='soon'" in caplog.text
         with pytest.raises(ValueError, match="max_age_s=0"):
             LangfuseSink(public_key="pk", secret_key="sk", base_url=server.url, max_age_s=0)

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from otel_traj.config import env_int
-from otel_traj.delivery import Delivery, check_sizes
+from otel_traj import env
+from otel_traj.delivery import Delivery
 from otel_traj.judge.answer import InvalidAnswer, parse_answer
 from otel_traj.judge.client import ChatModel, JudgeTimeout, OpenAIChatModel
 from otel_traj.judge.evidence import judge_evidence, judge_messages
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("otel_traj.judge")
 
-DEFAULT_MAX_QUEUE = 1000
 Job = tuple[Verdict, "JudgeRule", "AgentPolicy"]
 ResultCallback = Callable[[JudgeResult], None]
 PolicySource = Callable[[], "Policy | None"]
@@ -84,10 +83,9 @@ class JudgeSink(Sink):
         self._policy = policy
         self.outputs = list(sinks)
         self._callbacks = list(on_result)
-        self.max_queue = (
-            max_queue if max_queue is not None else env_int("OTEL_TRAJ_JUDGE_QUEUE", DEFAULT_MAX_QUEUE)
+        self.max_queue = env.COUNT.require(
+            "max_queue", max_queue if max_queue is not None else env.JUDGE_QUEUE.read()
         )
-        check_sizes(max_queue=self.max_queue)
         self._sample = sample
         self._clock = clock
         self._model = model if model is not None else OpenAIChatModel()

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
-from otel_traj.config import env_float, env_str
-from otel_traj.delivery import Delivery, Retry, backoff_delay, check_sizes
+from otel_traj import env
+from otel_traj.delivery import Delivery, Retry, backoff_delay
 from otel_traj.forks import leave_to_parent
 from otel_traj.redact import Redactor
 from otel_traj.sinks.base import Sink
@@ -53,7 +53,6 @@ DROP_REJECTED = "langfuse_rejected"
 DROP_RETRIES_EXHAUSTED = "langfuse_retries_exhausted"
 DROP_SHUTDOWN = "langfuse_shutdown"
 DROP_EXPIRED = "langfuse_expired"
-DEFAULT_MAX_AGE_S = 3600.0
 # A server asking for more than this is treated as asking for this: scores must not wait for hours.
 MAX_RETRY_AFTER_S = 300.0
 # Distinct server messages kept for log-once and reports (bounded: some hold a request id each).
@@ -96,23 +95,24 @@ class LangfuseSink(Sink):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
-        public_key = public_key or env_str("LANGFUSE_PUBLIC_KEY", None)
-        secret_key = secret_key or env_str("LANGFUSE_SECRET_KEY", None)
+        public_key = public_key or env.LANGFUSE_PUBLIC_KEY.read()
+        secret_key = secret_key or env.LANGFUSE_SECRET_KEY.read()
         if not public_key:
             raise ValueError("public_key is required (argument or LANGFUSE_PUBLIC_KEY)")
         if not secret_key:
             raise ValueError("secret_key is required (argument or LANGFUSE_SECRET_KEY)")
-        check_sizes(batch_size=batch_size, max_queue=max_queue)
+        env.COUNT.require("batch_size", batch_size)
+        env.COUNT.require("max_queue", max_queue)
         if max_age_s is None:
-            max_age_s = env_float("OTEL_TRAJ_LANGFUSE_MAX_AGE_S", DEFAULT_MAX_AGE_S)
+            max_age_s = env.LANGFUSE_MAX_AGE_S.read()
         positive = {"flush_interval": flush_interval, "timeout": timeout, "max_age_s": max_age_s}
         for name, number in positive.items():
             if number <= 0:
                 raise ValueError(f"{name}={number!r}: must be positive")
-        url = base_url or env_str("LANGFUSE_BASE_URL", None) or env_str("LANGFUSE_HOST", None)
+        url = base_url or env.LANGFUSE_BASE_URL.read() or env.LANGFUSE_HOST.read()
         self.base_url = (url or DEFAULT_BASE_URL).rstrip("/")
         self.environment = validate_environment(
-            environment if environment is not None else env_str("LANGFUSE_TRACING_ENVIRONMENT", None)
+            environment if environment is not None else env.LANGFUSE_TRACING_ENVIRONMENT.read()
         )
         self.batch_size = batch_size
         self.flush_interval = flush_interval

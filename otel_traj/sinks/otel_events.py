@@ -11,7 +11,6 @@ HTTP) and exports each batch itself on its thread, so that every record lost is 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
@@ -27,8 +26,8 @@ from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportRes
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
-from otel_traj.config import env_int
-from otel_traj.delivery import Delivery, check_sizes
+from otel_traj import env
+from otel_traj.delivery import Delivery
 from otel_traj.judge.result import JudgeResult
 from otel_traj.redact import Redactor, SensitiveKey, TraceRedaction
 from otel_traj.sinks.base import Sink
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("otel_traj.sinks.otel_events")
 
 SCOPE = "otel_traj"
-DEFAULT_MAX_QUEUE = 10_000
 BATCH = 512
 _Queued = Verdict | JudgeResult | tuple[str, "ConversationVerdict"]
 
@@ -116,10 +114,9 @@ class EvaluationEventSink(Sink):
             raise ValueError(
                 "endpoint and exporter configure the sink's own provider: not with logger_provider"
             )
-        self.max_queue = (
-            max_queue if max_queue is not None else env_int("OTEL_TRAJ_EVENTS_MAX_QUEUE", DEFAULT_MAX_QUEUE)
+        self.max_queue = env.COUNT.require(
+            "max_queue", max_queue if max_queue is not None else env.EVENTS_MAX_QUEUE.read()
         )
-        check_sizes(max_queue=self.max_queue)
         self._redactor = Redactor(redact)
         self._policy = policy
         self._owned = logger_provider is None
@@ -127,7 +124,7 @@ class EvaluationEventSink(Sink):
         self._exporter: LogRecordExporter | None = None
         if logger_provider is None:
             self._exporter = exporter if exporter is not None else _otlp_exporter(endpoint)
-            attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "otel-traj"}
+            attributes = {} if env.SERVICE_NAME.read() else {"service.name": "otel-traj"}
             logger_provider = LoggerProvider(resource=Resource.create(attributes))
             logger_provider.add_log_record_processor(self._collect)
         self.logger_provider = logger_provider

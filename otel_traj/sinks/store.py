@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from otel_traj.config import env_int, env_str
+from otel_traj import env
 from otel_traj.delivery import Delivery, Retry, backoff_delay
 from otel_traj.forks import leave_to_parent
 from otel_traj.redact import Redactor, SensitiveKey
@@ -233,8 +233,8 @@ class SqliteSink(Sink):
     ) -> None:
         super().__init__()
         if max_queue is None:
-            max_queue = env_int("OTEL_TRAJ_STORE_QUEUE", 10_000)
-        self.path = Path(path if path is not None else env_str("OTEL_TRAJ_STORE", None) or "otel-traj.db")
+            max_queue = env.STORE_QUEUE.read()
+        self.path = Path(path if path is not None else env.STORE.read())
         self._redactor = store_redactor(redact)
         self.written = 0
         self._locked_attempts = 0  # consecutive batches that found the database locked
