@@ -4,7 +4,9 @@ Each entry is a check's name (the key of its policy section's severity, and the 
 carry), its default severity, the link of the failure chain it judges (``otel_traj.stages``), when it
 runs and when it fails (the policy reference's table, ``docs/policy.md``), and two facts about what it
 reads: the argument keys the grader computes once for the checks that compare them, and tool calls
-only (a run whose agent spans could not be read leaves such a check standing). The policy's
+only (a run whose agent spans could not be read leaves such a check standing); and whether its
+failures are data-scope violations (each offending step counted per tool in
+``otel_traj_scope_violations_total``, the metric that pages). The policy's
 ``Severities``, the failure stages, the Prometheus label set and the docs table derive from it; the
 grader binds each entry to its check function (``otel_traj.checks.BINDERS``).
 
@@ -31,6 +33,7 @@ class CheckInfo:
     fails_when: str
     keyed: bool = False
     tools_only: bool = False
+    scope_violation: bool = False
 
 
 # In the order the grader runs them (custom checks come after).
@@ -50,6 +53,7 @@ CATALOG: tuple[CheckInfo, ...] = (
         "`scope.arguments` is not empty",
         "a scoped argument differs from the subject",
         tools_only=True,
+        scope_violation=True,
     ),
     CheckInfo(
         "repeats",
@@ -165,6 +169,7 @@ CATALOG: tuple[CheckInfo, ...] = (
     ),
 )
 NAMES: tuple[str, ...] = tuple(c.name for c in CATALOG)
+SCOPE_VIOLATIONS = frozenset(c.name for c in CATALOG if c.scope_violation)
 KEYED = frozenset(c.name for c in CATALOG if c.keyed)
 TOOLS_ONLY = frozenset(c.name for c in CATALOG if c.tools_only)
 

@@ -88,7 +88,7 @@ def test_write_errors_are_counted_as_lost_not_raised(
     sink.export(verdict(1))
     assert sink.force_flush()
     snapshot = sink.stats.snapshot()
-    assert (snapshot.sink_errors, snapshot.dropped) == ({"SqliteSink": 1}, {"store_error": 1})
+    assert (snapshot.sink_errors, snapshot.dropped) == ({"SqliteSink": 1}, {"store": 1})
     with closing(sqlite3.connect(path)) as other:
         other.execute("ALTER TABLE moved RENAME TO failed_checks")
     sink.export(verdict(2))

@@ -24,7 +24,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from otel_traj import env
 from otel_traj.cases.dimensions import SEVERITY as CASE_SEVERITY
-from otel_traj.check_catalog import NAMES
+from otel_traj.check_catalog import NAMES, SCOPE_VIOLATIONS
 from otel_traj.cost import run_cost
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.sinks.prometheus_conversations import ConversationMetrics
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from otel_traj.judge.result import JudgeResult
 
 OTHER = "other"
-SCOPE_CHECK = "scope"
 
 # Checks the grader can report: every policy check (one severity each) and every golden-case
 # dimension. A name outside this set is exposed as ``other`` so that a custom or misspelled check
@@ -292,7 +291,7 @@ class PrometheusSink(Sink):
 
     def _final_scope_violations(self, verdict: Verdict) -> list[tuple[str, str]]:
         """(step id, tool label) of each violation the failed scope checks report."""
-        failed = [c for c in verdict.checks if c.name == SCOPE_CHECK and c.failed]
+        failed = [c for c in verdict.checks if c.name in SCOPE_VIOLATIONS and c.failed]
         if not failed:
             return []
         traj = verdict.trajectory

@@ -220,7 +220,7 @@ class SqliteSink(Sink):
 
     A database locked by another connection longer than the busy timeout (10 s) does not lose the
     batch: it waits at the head of the queue and is written again; meanwhile ``export`` waits for
-    room as when the disk is slow. Any other error loses the batch, counted as ``store_error``.
+    room as when the disk is slow. Any other error loses the batch, counted in ``otel_traj_dropped_total{reason="store"}``.
     """
 
     def __init__(
@@ -327,7 +327,7 @@ class SqliteSink(Sink):
             return rows
         else:
             self.stats.count_sink_error(type(self).__name__, len(rows))
-            self.stats.count_dropped("store_error", len(rows))
+            self.stats.count_dropped("store", len(rows))
             logger.error("writing %d %s to %s failed", len(rows), what, self.path, exc_info=exc)
         return []
 
