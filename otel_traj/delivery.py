@@ -10,7 +10,9 @@ into a write, a request or a call, and nothing in ``sinks/`` or ``judge/`` start
 
 Drop reasons given to ``on_drop``: ``queue_full`` (the queue's cap), ``closed`` (put after
 ``shutdown`` began), ``shutdown`` (still queued at shutdown's deadline), ``expired`` (``stale``
-items at the head of the queue) and ``error`` (``deliver`` raised: an otel-traj bug).
+items at the head of the queue) and ``error`` (``deliver`` raised: an otel-traj bug). Counted by
+default as ``otel_traj_dropped_total{reason}`` with the delivery's name: ``<name>_<reason>``, and
+``<name>`` alone for items lost to an error (the reason a sink's own failed writes take too).
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ def backoff_delay(attempt: int, initial_s: float, max_s: float, at_least_s: floa
     exponent is capped too: an outage of days must not overflow the float."""
     delay = min(max_s, initial_s * 2.0 ** min(attempt, 64)) * random.uniform(0.5, 1.0)
     return delay if at_least_s is None else max(delay, at_least_s)
+
+
+def drop_reasons(name: str, when_full: WhenFull, expires: bool) -> tuple[str, ...]:
+    """The reasons a delivery with these settings counts drops under by default."""
+    reasons = ["closed", "shutdown"]
+    reasons += ["queue_full"] if when_full != "block" else []
+    reasons += ["expired"] if expires else []
+    return (name, *(f"{name}_{reason}" for reason in reasons))
 
 
 class Delivery(Generic[T]):
@@ -203,7 +213,7 @@ class Delivery(Generic[T]):
             self._on_drop(dropped, reason)
 
     def _count_dropped(self, items: Sequence[T], reason: str) -> None:
-        self._stats.count_dropped(f"{self.name}_{reason}", len(items))
+        self._stats.count_dropped(self.name if reason == "error" else f"{self.name}_{reason}", len(items))
 
     # -- the thread ---------------------------------------------------------------------------------
 

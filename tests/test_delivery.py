@@ -164,7 +164,7 @@ def test_a_consumer_that_raises_loses_only_its_batch_counted(
     assert delivery.force_flush()
     assert consumer.delivered == [0, 2]
     snapshot = stats.snapshot()
-    assert (snapshot.dropped, snapshot.internal_errors) == ({"test_error": 1}, 1)
+    assert (snapshot.dropped, snapshot.internal_errors) == ({"test": 1}, 1)
 
 
 def test_stale_items_expire_at_the_head(make: type[Delivery[int]], consumer: Consumer) -> None:

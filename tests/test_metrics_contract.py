@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from otel_traj.conversations import ConversationVerdict, TraceSummary
+from otel_traj.delivery import drop_reasons
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.verdict import CheckResult
 from tests.prometheus_contract import assert_contract
@@ -43,12 +44,30 @@ def registered_metrics() -> set[str]:
     return names
 
 
-def drop_reasons() -> set[str]:
+def _keyword(call: ast.Call, name: str) -> object:
+    value = next((k.value for k in call.keywords if k.arg == name), None)
+    return value.value if isinstance(value, ast.Constant) else value
+
+
+def delivery_reasons(tree: ast.Module) -> set[str]:
+    """The reasons of each ``Delivery`` that counts its own drops (no ``on_drop``)."""
+    reasons: set[str] = set()
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or _called(call) != "Delivery" or _keyword(call, "on_drop"):
+            continue
+        name, when_full = _keyword(call, "name"), _keyword(call, "when_full")
+        assert isinstance(name, str) and when_full in ("block", "drop_oldest", "drop_newest")
+        reasons.update(drop_reasons(name, when_full, _keyword(call, "stale") is not None))
+    return reasons
+
+
+def all_drop_reasons() -> set[str]:
     """Every reason passed to ``count_dropped``: a literal, a module constant, or (for a sink that
-    passes its reason along) the module's ``DROP*`` constants."""
+    passes its reason along) the module's ``DROP*`` constants; and the reasons of the deliveries."""
     reasons: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text())
+        reasons |= delivery_reasons(tree)
         constants = {
             target.id: node.value.value
             for node in tree.body
@@ -83,8 +102,14 @@ def test_every_registered_metric_is_documented_and_every_documented_one_register
 
 
 def test_every_drop_reason_is_listed_and_explained() -> None:
-    reasons = drop_reasons()
-    assert {"max_conversations", "langfuse_queue_full", "otel_events_queue_full", "backlog"} <= reasons
+    reasons = all_drop_reasons()
+    assert {
+        "max_conversations",
+        "langfuse_queue_full",
+        "otel_events_queue_full",
+        "backlog",
+        "store",
+    } <= reasons
     row = documented_metrics()["otel_traj_dropped_total"]
     listed = set(re.findall(r"`(\w+)`", row))
     assert reasons <= listed, sorted(reasons - listed)

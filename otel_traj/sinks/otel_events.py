@@ -152,13 +152,6 @@ class EvaluationEventSink(Sink):
     # -- the delivery thread ---------------------------------------------------------------------
 
     def _deliver(self, items: Sequence[_Queued]) -> None:
-        try:
-            self._export(items)
-        except Exception:
-            self.stats.count_sink_error(type(self).__name__)
-            logger.exception("gen_ai.evaluation.result events failed")
-
-    def _export(self, items: Sequence[_Queued]) -> None:
         for item in items:
             for record in self._records(item):
                 self._emit(record)

@@ -220,7 +220,8 @@ class SqliteSink(Sink):
 
     A database locked by another connection longer than the busy timeout (10 s) does not lose the
     batch: it waits at the head of the queue and is written again; meanwhile ``export`` waits for
-    room as when the disk is slow. Any other error loses the batch, counted in ``otel_traj_dropped_total{reason="store"}``.
+    room as when the disk is slow. Any other error loses the batch, counted in
+    ``otel_traj_dropped_total{reason="store"}``.
     """
 
     def __init__(
