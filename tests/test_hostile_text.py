@@ -5,10 +5,11 @@ fails on it later and no payload is answered as if otel-traj had failed."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import sys
+import types
 from collections.abc import Iterator, Mapping
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -232,12 +233,19 @@ MB10 = 10 * 1024 * 1024
 
 
 def _held(value: Any) -> Iterator[str]:
-    """Every string ``value`` keeps alive, including those a deferred parse holds."""
-    if isinstance(value, partial):
-        for arg in value.args:
-            yield from _held(arg)
-    else:
-        yield from _strings(value)
+    """Every string ``value`` keeps alive: through its fields, containers and deferred parses (any
+    object it references, short of functions, classes and modules)."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            yield obj
+        elif not isinstance(obj, type | types.ModuleType | types.FunctionType | types.BuiltinFunctionType):
+            stack.extend(gc.get_referents(obj))
 
 
 def _huge_run(tracer: Tracer) -> None:

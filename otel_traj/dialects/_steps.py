@@ -26,6 +26,7 @@ from otel_traj.dialects._usage import Usage
 from otel_traj.spanview import SpanView
 from otel_traj.steps import (
     AgentRun,
+    LazyCalls,
     LazyText,
     ModelCall,
     RequestedTool,
@@ -180,6 +181,20 @@ def _resent(source: Callable[[], tuple[RequestedTool, ...]], max_chars: int) -> 
     return tuple(_requested(tool, max_chars) for tool in source()[:MAX_REQUESTED])
 
 
+def _lazy_calls(source: Callable[[], tuple[RequestedTool, ...]] | None, max_chars: int) -> LazyCalls:
+    """The calls a request repeats, deferred as ``_lazy_text`` defers a text: only while what the
+    parse holds is within ``max_chars``; a longer history is read now (never raising), so that a run
+    keeps the bounded calls and not the history."""
+    if source is None:
+        return ()
+    if _small(source, max_chars):
+        return partial(_resent, source, max_chars)
+    try:
+        return _resent(source, max_chars)
+    except Exception:
+        return ()
+
+
 def model_call(
     view: SpanView,
     attrs: Mapping[str, Any],
@@ -216,7 +231,7 @@ def model_call(
         finish_reasons=bounded_value(finish_reasons, max_chars),
         requested_tools=tuple(_requested(tool, max_chars) for tool in requested),
         tool_results=tool_results,
-        resent_source=partial(_resent, resent_calls, max_chars) if resent_calls is not None else (),
+        resent_source=_lazy_calls(resent_calls, max_chars),
         failed_results=failed_results,
         cumulative_usage=cumulative_usage,
         input_source=_lazy_text(input_text, max_chars),
