@@ -28,7 +28,7 @@ class AssemblerConfig:
     threads); ttl_s: a trace whose root never ends is graded as incomplete after this long (set it
     above the p99 agent-run length); max_traces / max_steps / max_chars: memory caps; max_backlog:
     in-process spans waiting for the worker; max_event_bytes: GenAI events (log records) waiting for
-    their spans, estimated bytes. What a cap drops is counted in ``otel_traj_dropped_total``.
+    their spans, in bytes of memory as allocated. What a cap drops is counted in ``otel_traj_dropped_total``.
 
     max_chars caps every text a run keeps until it is graded (arguments, results, messages, names,
     ids, captured attributes, run metadata) in characters; a character takes at most 4 bytes, so a

@@ -192,7 +192,7 @@ MAX_EVENT_BYTES = _declare(
     "OTEL_TRAJ_MAX_EVENT_BYTES",
     SIZE,
     64 * MIB,
-    "GenAI events from log records waiting for their spans, estimated",
+    "GenAI events from log records waiting for their spans, in bytes of memory",
     "bytes",
 )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,32 @@ def test_pending_events_are_bounded_in_bytes() -> None:
     view = SpanView(trace_id=7, span_id=4, parent_id=None, name="chat", start_ns=0, end_ns=1)
     assert [e.attributes["content"] for e in pending.take(view).events] == ["x" * 10_000]
     assert pending.bytes == 2 * event_size(big)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"content": "\U0001f600" * 200},  # 4-byte characters: four bytes each, not one
+        {"parts": [{"type": "number", "value": i} for i in range(50)]},  # many small values
+    ],
+    ids=["wide-characters", "small-values"],
+)
+def test_the_byte_bound_bounds_the_memory_that_waits(body: dict[str, Any]) -> None:
+    """What ``max_bytes`` admits takes about that much memory, whatever the events are made of."""
+    budget = 2 << 20
+    pending = PendingEvents(max_spans=1_000_000, max_bytes=budget)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for span_id in range(20_000):
+            event = content_event("gen_ai.user.message", 1, {}, json.loads(json.dumps(body)))
+            assert event is not None
+            pending.add((7, span_id), event)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert pending.dropped > 0, "the test must fill the budget"
+    assert held <= 1.5 * budget, f"{held / budget:.1f}x the bound"
 
 
 @pytest.mark.parametrize("scenario", ["clean", "violating"])

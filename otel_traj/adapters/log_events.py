@@ -17,6 +17,7 @@ is not part of a run. Records are bounded where they wait for their span (see ``
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -178,22 +179,21 @@ def events_from_otlp_json(doc: Any) -> LogEvents:
 MAX_EVENTS_PER_SPAN = 128
 # otel_traj_dropped_total{reason}: events whose span never came, or past a cap.
 DROPPED_EVENTS = "log_events"
-# What a value costs beyond its text, roughly (an object's header, a container's slot).
-_OVERHEAD = 16
 
 
 def event_size(value: Any) -> int:
-    """About how many bytes an event's attributes (or any JSON-like value) hold: the length of every
-    text, and a little for every other value. Bounds what waits, not what it costs exactly."""
-    if isinstance(value, str | bytes):
-        return _OVERHEAD + len(value)
+    """The bytes an event (or any JSON-like value) holds in memory: the size of every object it is
+    made of, as the interpreter allocates it (a text of 4-byte characters counts 4 bytes each, a
+    small number its whole object, a container its slots), so that a byte bound on what waits bounds
+    the resident memory it takes. Keys shared between events are counted in each."""
+    size = sys.getsizeof(value)
     if isinstance(value, SpanEvent):
-        return _OVERHEAD + len(value.name) + event_size(value.attributes)
+        return size + event_size(value.name) + event_size(value.attributes)
     if isinstance(value, Mapping):
-        return _OVERHEAD + sum(event_size(k) + event_size(v) for k, v in value.items())
+        return size + sum(event_size(k) + event_size(v) for k, v in value.items())
     if isinstance(value, list | tuple):
-        return _OVERHEAD + sum(map(event_size, value))
-    return _OVERHEAD
+        return size + sum(map(event_size, value))
+    return size
 
 
 class PendingEvents:
