@@ -72,10 +72,12 @@ def _throttled(reason: str, retry_after_s: float) -> _Status:
 
 
 class _Cut:
-    """Why a call waiting for its message was cut, once; settled when the wait ended first."""
+    """Why a call waiting for its message was cut, once; settled when the wait ended first. The cut
+    is counted before the call is cancelled, so a client told CANCELLED finds it counted."""
 
-    def __init__(self, context: grpc.ServicerContext) -> None:
+    def __init__(self, context: grpc.ServicerContext, stats: ReceiverStats) -> None:
         self._context = context
+        self._stats = stats
         self._lock = threading.Lock()
         self._settled = False
         self.reason: str | None = None
@@ -87,6 +89,7 @@ class _Cut:
                     return
                 self._settled = True
                 self.reason = reason
+            self._stats.count_request(TRANSPORT, reason)
             self._context.cancel()
 
         return cut
@@ -193,7 +196,7 @@ class GrpcReceiver:
     ) -> bytes:
         """The call's one message, or the call ended: cut (too slow, or crowded out by newer calls),
         cancelled by the client, or closed without a message."""
-        cut = _Cut(context)
+        cut = _Cut(context, stats)
         with self.arrivals.arriving(cut.by("body_evicted")):
             deadline = self._deadlines.call_after(self.body_timeout_s, cut.by("body_timeout"))
             try:
@@ -205,7 +208,6 @@ class GrpcReceiver:
         reason = cut.settle()
         if reason is not None:
             # The call is cancelled already (the client sees CANCELLED, retryable); this ends the handler.
-            stats.count_request(TRANSPORT, reason)
             context.abort(grpc.StatusCode.CANCELLED, f"the request message did not arrive ({reason})")
         if data is None:
             if context.is_active():
