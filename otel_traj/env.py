@@ -234,6 +234,28 @@ IDLE_TIMEOUT_S = _declare(
     "an HTTP connection sending no complete request head is closed after this long",
     "s",
 )
+BODY_TIMEOUT_S = _declare(
+    "OTEL_TRAJ_BODY_TIMEOUT_S",
+    POSITIVE_SECONDS,
+    10.0,
+    "a request's body (HTTP) or message (gRPC) must arrive within this long of its head, "
+    "plus a second per `OTEL_TRAJ_MIN_BODY_RATE` bytes received (HTTP); then 408 / `CANCELLED`",
+    "s",
+)
+MIN_BODY_RATE = _declare(
+    "OTEL_TRAJ_MIN_BODY_RATE",
+    SIZE,
+    65_536,
+    "bytes of an HTTP body that earn it one more second to arrive; 0: the body timeout is the whole limit",
+    "bytes/s",
+)
+MAX_ARRIVING = _declare(
+    "OTEL_TRAJ_MAX_ARRIVING",
+    COUNT,
+    256,
+    "requests per OTLP port whose body or message is still arriving; one more cuts the longest-waiting "
+    "(503 / `CANCELLED`)",
+)
 EMIT_OTEL = _declare(
     "OTEL_TRAJ_EMIT_OTEL",
     OPTIONAL_TEXT,

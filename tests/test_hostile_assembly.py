@@ -24,7 +24,7 @@ from otel_traj.pipeline import Pipeline
 from otel_traj.policy import parse_policy
 from otel_traj.processor import TrajectoryProcessor
 from otel_traj.serve.codec import decode_protobuf
-from otel_traj.serve.ingest import Ingest, Refused
+from otel_traj.serve.ingest import Ingest, Refused, Unfit
 from otel_traj.verdict import Verdict
 from tests.properties import examples
 from tests.semconv_agent import Call, Run, Turn, clean_refund, emit
@@ -186,8 +186,14 @@ def test_the_service_refuses_instead_of_evicting_and_counts_no_drop() -> None:
     tracer = provider.get_tracer("test")
     ingest = Ingest(pipeline)
     try:
-        # An empty service takes one request of 30 traces whole, beyond max_traces.
+        # One request of 30 traces can never fit under max_traces, even in an empty service.
         for i in range(30):
+            start_run(tracer, i).end()
+        with pytest.raises(Unfit, match="the request holds 30 traces"):
+            ingest.accept(decode_protobuf(encode_spans(exporter.get_finished_spans()).SerializeToString()))
+        assert pipeline.assembler.in_flight == 0
+        exporter.clear()
+        for i in range(10):
             start_run(tracer, i).end()
         ingest.accept(decode_protobuf(encode_spans(exporter.get_finished_spans()).SerializeToString()))
         exporter.clear()
@@ -198,7 +204,7 @@ def test_the_service_refuses_instead_of_evicting_and_counts_no_drop() -> None:
     finally:
         pipeline.shutdown()
         provider.shutdown()
-    assert len(verdicts) == 30
+    assert len(verdicts) == 10
     assert all(v.trajectory.complete for v in verdicts)
     assert "max_traces" not in pipeline.stats.dropped
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from otel_traj.conversations import ConversationVerdict, TraceSummary
 from otel_traj.delivery import drop_reasons
+from otel_traj.serve.ingest import REQUEST_RESULTS
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.verdict import CheckResult
 from tests.prometheus_contract import assert_contract
@@ -99,6 +100,13 @@ def test_every_registered_metric_is_documented_and_every_documented_one_register
     registered = registered_metrics()
     assert {"otel_traj_conversations_total", "otel_traj_judge_results_total"} <= registered
     assert registered == set(documented_metrics())
+
+
+def test_every_request_result_is_listed() -> None:
+    for metric in ("otel_traj_receiver_requests_total", "otel_traj_receiver_log_requests_total"):
+        assert metric in documented_metrics()
+    results = documented_metrics()["otel_traj_receiver_requests_total"].split("`result`", 1)[1]
+    assert [result for result in REQUEST_RESULTS if f"`{result}`" not in results] == []
 
 
 def test_every_drop_reason_is_listed_and_explained() -> None:

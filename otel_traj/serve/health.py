@@ -1,13 +1,15 @@
 """The operations port: ``/metrics`` (Prometheus), ``/healthz`` (alive) and ``/readyz`` (accepting).
 
-Readiness turns false only while shutting down. It deliberately stays true under overload: with the
-collector's DNS or k8s resolver, a replica leaving the endpoint list reshuffles which replica owns
-which trace, which splits traces in flight; overload is answered per request with 503/UNAVAILABLE.
+Readiness turns false while shutting down, and while a receiver is starved: every one of its
+decoding slots held longer than the body timeout, so that nothing sent to it can be taken whatever the
+exporters do. It deliberately stays true under overload: with the collector's DNS or k8s resolver, a
+replica leaving the endpoint list reshuffles which replica owns which trace, which splits traces in
+flight; overload is answered per request with 503/UNAVAILABLE.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import (
@@ -26,22 +28,32 @@ from otel_traj.serve.tls import ServedCertificate
 
 
 def register_service_metrics(
-    registry: CollectorRegistry, stats: ReceiverStats, tls: ServedCertificate | None = None
+    registry: CollectorRegistry,
+    stats: ReceiverStats,
+    tls: ServedCertificate | None = None,
+    starvations: Callable[[], Mapping[str, int]] | None = None,
 ) -> None:
     """What the service adds to the Prometheus sink's registry: its receiver and reload counters, and
     its process (memory, CPU, file descriptors, GC, ``python_info``) as every client exposes it."""
-    registry.register(ReceiverCollector(stats, tls))
+    registry.register(ReceiverCollector(stats, tls, starvations))
     for collector in (ProcessCollector, PlatformCollector, GCCollector):
         collector(registry=registry)
 
 
 class ReceiverCollector(Collector):
-    """``otel_traj_receiver_requests_total{transport,result}``, the policy reload counters and, with
-    TLS, the certificate reload counters."""
+    """``otel_traj_receiver_requests_total{transport,result}``, the policy reload counters, with
+    ``starvations`` (by transport, looked at on each scrape) ``otel_traj_receiver_starved_total`` and,
+    with TLS, the certificate reload counters."""
 
-    def __init__(self, stats: ReceiverStats, tls: ServedCertificate | None = None) -> None:
+    def __init__(
+        self,
+        stats: ReceiverStats,
+        tls: ServedCertificate | None = None,
+        starvations: Callable[[], Mapping[str, int]] | None = None,
+    ) -> None:
         self._stats = stats
         self._tls = tls
+        self._starvations = starvations
 
     def collect(self) -> Iterable[Metric]:
         requests, reloads, reload_errors = self._stats.snapshot()
@@ -54,6 +66,16 @@ class ReceiverCollector(Collector):
             for result in REQUEST_RESULTS:
                 family.add_metric([transport, result], requests.get((transport, result), 0))
         yield family
+        if self._starvations is not None:
+            starved = CounterMetricFamily(
+                "otel_traj_receiver_starved",
+                "Times a receiver was found starved: every decoding slot held longer than the body "
+                "timeout (/readyz answers 503 meanwhile).",
+                labels=["transport"],
+            )
+            for transport, times in sorted(self._starvations().items()):
+                starved.add_metric([transport], times)
+            yield starved
         yield CounterMetricFamily(
             "otel_traj_policy_reloads", "Policy reloads (SIGHUP) that took effect.", reloads
         )
@@ -77,7 +99,9 @@ class ReceiverCollector(Collector):
 
 
 class HealthApp:
-    def __init__(self, registry: CollectorRegistry, ready: Callable[[], bool]) -> None:
+    """``ready()`` gives why the service is not ready, or None when it is."""
+
+    def __init__(self, registry: CollectorRegistry, ready: Callable[[], str | None]) -> None:
         self._metrics = make_asgi_app(registry)
         self._ready = ready
 
@@ -91,8 +115,8 @@ class HealthApp:
         if path == "/healthz":
             await _text(send, 200, b"ok\n")
         elif path == "/readyz":
-            ready = self._ready()
-            await _text(send, 200 if ready else 503, b"ready\n" if ready else b"shutting down\n")
+            why = self._ready()
+            await _text(send, 200 if why is None else 503, f"{why or 'ready'}\n".encode())
         else:
             await _text(send, 404, b"not found: /metrics, /healthz, /readyz\n")
 

@@ -8,6 +8,12 @@ request in neither encoding (a 415, a browser's GET) is answered in the encoding
 header names, else in plain text: a protobuf body would be unreadable to the client that sent it.
 Decoding and admission run on a thread pool so the event loop keeps accepting connections. Both
 paths take the same encodings, compression, size limit and bearer token; each counts its own requests.
+
+A body is awaited apart from the requests being decoded (:mod:`otel_traj.serve.http_body`): one that
+does not arrive in time is answered 408, one cut to make room for newer requests 503, and both close
+the connection (its unread bytes cannot be told from the next request). At most ``max_decoding``
+requests whose body is complete wait for or hold the pool, beyond them 503; the pool's threads are
+the :class:`~otel_traj.serve.slots.Busy` slots ``/readyz`` watches.
 """
 
 from __future__ import annotations
@@ -32,8 +38,10 @@ from otel_traj.serve.codec import (
     response_body,
     status_body,
 )
-from otel_traj.serve.ingest import INTERNAL_ERROR, Ingest, InvalidRequest, ReceiverStats, Refused
+from otel_traj.serve.http_body import BodyCut, BodyReader, BodyTooLarge, BodyTooSlow, ClientGone
+from otel_traj.serve.ingest import INTERNAL_ERROR, Ingest, InvalidRequest, ReceiverStats, Refused, Unfit
 from otel_traj.serve.logs import LogIngest, decode_logs_json, decode_logs_protobuf, logs_response_body
+from otel_traj.serve.slots import Busy
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -44,6 +52,7 @@ PATH = "/v1/traces"
 LOGS_PATH = "/v1/logs"
 TRANSPORT = "http"
 TEXT = "text/plain; charset=utf-8"
+CLOSE = (b"connection", b"close")
 
 
 @dataclass(slots=True, frozen=True)
@@ -79,16 +88,21 @@ def _retry_after(seconds: float) -> bytes:
 
 
 class OtlpHttpApp:
-    """The ASGI callable. ``executor`` runs decoding and admission (default: 4 threads); ``logs``
-    serves ``/v1/logs``."""
+    """The ASGI callable. ``workers`` threads decode and admit; ``logs`` serves ``/v1/logs``; the
+    body settings are :class:`~otel_traj.serve.http_body.BodyReader`'s."""
 
     def __init__(
         self,
         ingest: Ingest,
         auth_token: str | None = None,
         max_request_bytes: int = 16 * 1024 * 1024,
-        executor: ThreadPoolExecutor | None = None,
+        workers: int = 4,
         logs: LogIngest | None = None,
+        *,
+        body_timeout_s: float = 10.0,
+        min_body_rate: int = 65_536,
+        max_arriving: int = 256,
+        max_decoding: int = 1024,
     ) -> None:
         self.ingest = ingest
         self._signals = {PATH: _Signal(ingest, decode_protobuf, decode_json, response_body)}
@@ -98,7 +112,16 @@ class OtlpHttpApp:
             )
         self._token = f"Bearer {auth_token}".encode() if auth_token else None
         self.max_request_bytes = max_request_bytes
-        self._executor = executor or ThreadPoolExecutor(max_workers=4, thread_name_prefix="otel-traj-http")
+        self.body = BodyReader(
+            max_bytes=max_request_bytes,
+            timeout_s=body_timeout_s,
+            min_rate=min_body_rate,
+            max_arriving=max_arriving,
+        )
+        self.busy = Busy(size=workers, deadline_s=body_timeout_s)
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otel-traj-http")
+        self._max_decoding = max_decoding
+        self._decoding = 0  # only the event loop changes it
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -157,14 +180,26 @@ class OtlpHttpApp:
                 415, code_pb2.INVALID_ARGUMENT, f"unsupported content encoding {encoding!r}", "invalid"
             )
         body = await self._read_body(headers, receive)
+        if self._decoding >= self._max_decoding:
+            self.busy.starved()
+            raise _Reject(
+                503,
+                code_pb2.UNAVAILABLE,
+                f"{self._decoding} requests waiting to be decoded",
+                "overloaded",
+                ((b"retry-after", _retry_after(self.ingest.retry_after_s)),),
+            )
         decode = signal.decode_json if content_type == JSON else signal.decode_protobuf
         loop = asyncio.get_running_loop()
+        self._decoding += 1
         try:
             return await loop.run_in_executor(
                 self._executor, self._decode_and_accept, body, encoding, decode, signal.ingest
             )
         except TooLarge as exc:
             raise _Reject(413, code_pb2.INVALID_ARGUMENT, str(exc), "too_large") from None
+        except Unfit as exc:
+            raise _Reject(413, code_pb2.INVALID_ARGUMENT, str(exc), "too_many_traces") from None
         except InvalidRequest as exc:
             raise _Reject(400, code_pb2.INVALID_ARGUMENT, str(exc), "invalid") from None
         except Refused as exc:
@@ -174,33 +209,27 @@ class OtlpHttpApp:
         except Exception:
             self.ingest.failed(TRANSPORT)
             raise _Reject(500, code_pb2.INTERNAL, INTERNAL_ERROR, "internal_error") from None
+        finally:
+            self._decoding -= 1
 
     def _decode_and_accept(
         self, body: bytes, encoding: str, decode: Callable[[bytes], Any], ingest: Ingest | LogIngest
     ) -> Any:
-        return ingest.accept(decode(decompress(body, encoding, self.max_request_bytes)))
+        with self.busy.slot():  # one per pool thread: never waits
+            return ingest.accept(decode(decompress(body, encoding, self.max_request_bytes)))
 
     async def _read_body(self, headers: dict[bytes, bytes], receive: Receive) -> bytes:
-        limit = self.max_request_bytes
-        declared = headers.get(b"content-length")
-        too_large = _Reject(
-            413, code_pb2.INVALID_ARGUMENT, f"request body exceeds {limit} bytes", "too_large"
-        )
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise too_large
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _Reject(400, code_pb2.CANCELLED, "client disconnected", "invalid")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise too_large
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        try:
+            return await self.body.read(headers.get(b"content-length"), receive)
+        except BodyTooLarge as exc:
+            raise _Reject(413, code_pb2.INVALID_ARGUMENT, str(exc), "too_large") from None
+        except ClientGone as exc:
+            raise _Reject(400, code_pb2.CANCELLED, str(exc), "invalid") from None
+        except BodyTooSlow as exc:
+            raise _Reject(408, code_pb2.DEADLINE_EXCEEDED, str(exc), "body_timeout", (CLOSE,)) from None
+        except BodyCut as exc:
+            retry = (b"retry-after", _retry_after(self.ingest.retry_after_s))
+            raise _Reject(503, code_pb2.UNAVAILABLE, str(exc), "body_evicted", (retry, CLOSE)) from None
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

@@ -6,6 +6,8 @@ twice. Refusal happens when the request would open more traces than ``max_traces
 assembler holds every trace until graded, and the worker grades at most what the assembler held);
 traces already buffered always get their spans, so a trace that has started can finish. The spans of
 a request enter the assembler under one hold of its lock, so no trace is graded from half a request.
+A request that alone holds more traces than ``max_traces`` could never be taken: it is refused as such
+(:class:`Unfit`, not retryable), before its spans are read.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ REQUEST_RESULTS = (
     "unavailable",
     "invalid",
     "too_large",
+    "too_many_traces",
+    "body_timeout",
+    "body_evicted",
     "unauthorized",
     "internal_error",
 )
@@ -41,6 +46,11 @@ class Refused(Exception):
         super().__init__(reason)
         self.reason = reason
         self.retry_after_s = retry_after_s
+
+
+class Unfit(Exception):
+    """The request alone holds more than the service ever holds: it can never be taken, and retrying
+    it would be refused forever (413 / INVALID_ARGUMENT, which OTLP exporters do not retry)."""
 
 
 class InvalidRequest(ValueError):
@@ -121,7 +131,14 @@ class Ingest:
         logger.exception("OTLP/%s request failed", transport)
 
     def accept(self, batch: SpanBatch) -> Accepted:
-        """Add every span of ``batch`` or none; raises :class:`Refused` when over capacity."""
+        """Add every span of ``batch`` or none; raises :class:`Refused` when over capacity, and
+        :class:`Unfit` when the request alone holds more than ``max_traces`` traces."""
+        traces = len({view.trace_id for view in batch})
+        if traces > self.max_traces:
+            raise Unfit(
+                f"the request holds {traces} traces and the receiver holds at most {self.max_traces} "
+                "(max_traces): send fewer traces per request (the exporter's batch size)"
+            )
         # Reading spans is the expensive part; it happens before any lock is taken.
         make_record, take = self.assembler.make_record, self.events.take
         records = [make_record(take(view)) for view in batch]

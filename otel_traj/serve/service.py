@@ -41,6 +41,7 @@ from otel_traj.serve.listen import PortUnavailable, listen
 from otel_traj.serve.logs import LogIngest, LogsCollector
 from otel_traj.serve.policy_holder import PolicyHolder
 from otel_traj.serve.settings import ServeSettings
+from otel_traj.serve.slots import Busy
 from otel_traj.serve.tls import ServedCertificate, TlsFiles, follow_in_handshakes, load_tls
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.prometheus import PrometheusSink
@@ -62,8 +63,9 @@ DRAIN_S = 5.0
 # collection, when one comes, traverses ten times as much (≈ 60 ms).
 GC_GEN0_THRESHOLD = 100_000
 
-# Requests in progress on the OTLP/HTTP port and on the operations port (/metrics; the probes are not
-# counted); beyond them 503.
+# Requests whose body is complete waiting for or being decoded on the OTLP/HTTP port (those whose body
+# is still arriving are bounded by max_arriving), and requests in progress on the operations port
+# (/metrics; the probes are not counted); beyond them 503.
 HTTP_REQUESTS = 1024
 OPERATIONS_REQUESTS = 64
 PROBES = ("/healthz", "/readyz")
@@ -158,7 +160,7 @@ class Service:
         self.ingest = Ingest(self.pipeline, settings.retry_after_s, events)
         self.logs = LogIngest(self.conversations, from_logs, settings.retry_after_s, events)
         registry: CollectorRegistry = self.prometheus.registry
-        register_service_metrics(registry, self.ingest.stats, self.tls)
+        register_service_metrics(registry, self.ingest.stats, self.tls, self._starvations)
         registry.register(LogsCollector(self.logs))
         register_pipeline_health(registry, self.stats, *(sink.stats for sink in sinks))
         self._ready = False
@@ -167,7 +169,7 @@ class Service:
         self._http_app: OtlpHttpApp | None = None
         self._servers: list[uvicorn.Server] = []
         self._loop_thread: threading.Thread | None = None
-        self._health = HealthApp(registry, lambda: self._ready)
+        self._health = HealthApp(registry, self._not_ready)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -182,6 +184,8 @@ class Service:
             s.grpc_workers,
             self.tls,
             logs=self.logs,
+            body_timeout_s=s.body_timeout_s,
+            max_arriving=s.max_arriving,
         )
         # Every port is bound before anything is served: a port already taken stops startup with
         # nothing started.
@@ -196,13 +200,22 @@ class Service:
             self._grpc = None
             raise
         self._grpc.start()
-        self._http_app = OtlpHttpApp(self.ingest, self.auth_token, s.max_request_bytes, logs=self.logs)
-        # Limits count requests in progress, never idle connections (which the idle timeout closes);
-        # the probes are outside the operations port's limit.
-        http_app = RequestLimit(self._http_app, HTTP_REQUESTS)
+        self._http_app = OtlpHttpApp(
+            self.ingest,
+            self.auth_token,
+            s.max_request_bytes,
+            logs=self.logs,
+            body_timeout_s=s.body_timeout_s,
+            min_body_rate=s.min_body_rate,
+            max_arriving=s.max_arriving,
+            max_decoding=HTTP_REQUESTS,
+        )
+        # Limits count requests, never idle connections (which the idle timeout closes); the OTLP
+        # port's are the app's own (bodies arriving apart from requests decoded); the probes are
+        # outside the operations port's limit.
         operations_app = RequestLimit(self._health, OPERATIONS_REQUESTS, exempt=PROBES)
         self._servers = [
-            uvicorn.Server(_uvicorn_config(http_app, s.idle_timeout_s, tls=self.tls)),
+            uvicorn.Server(_uvicorn_config(self._http_app, s.idle_timeout_s, tls=self.tls)),
             uvicorn.Server(_uvicorn_config(operations_app, s.idle_timeout_s)),
         ]
         started = threading.Event()
@@ -247,6 +260,30 @@ class Service:
             logger.exception("HTTP servers stopped")
         finally:
             started.set()
+
+    def _busy(self) -> dict[str, Busy]:
+        busy = {}
+        if self._grpc is not None:
+            busy["grpc"] = self._grpc.busy
+        if self._http_app is not None:
+            busy["http"] = self._http_app.busy
+        return busy
+
+    def _not_ready(self) -> str | None:
+        if not self._ready:
+            return "shutting down"
+        starved = [transport for transport, busy in self._busy().items() if busy.starved()]
+        if starved:
+            return "starved: every decoding slot held past the body timeout (" + ", ".join(starved) + ")"
+        return None
+
+    def _starvations(self) -> dict[str, int]:
+        """Episodes of starvation by transport, the current state looked at first."""
+        counts = {"grpc": 0, "http": 0}
+        for transport, busy in self._busy().items():
+            busy.starved()
+            counts[transport] = busy.starvations
+        return counts
 
     def reload_policy(self) -> bool:
         """SIGHUP: load the policy file again; an invalid file keeps the old policy (logged, counted)."""
@@ -319,7 +356,7 @@ class Service:
 
 
 def _uvicorn_config(
-    app: RequestLimit, idle_timeout_s: float, tls: ServedCertificate | None = None
+    app: RequestLimit | OtlpHttpApp, idle_timeout_s: float, tls: ServedCertificate | None = None
 ) -> uvicorn.Config:
     files = tls.latest() if tls else None
     logging.getLogger("uvicorn.error").addFilter(_UVICORN_FILTER)  # once: the same filter is not added twice

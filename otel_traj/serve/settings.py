@@ -29,8 +29,13 @@ class ServeSettings:
     on the command line is visible to every local user); give it or ``auth_token``, not both.
     ``idle_timeout_s``: how long an HTTP connection (either port) may stay open without sending a
     complete request head, when new or between keep-alive requests; it bounds the connections that
-    clients which never speak can hold. ``emit_otel``: base URL of an OTLP/HTTP receiver the
-    ``gen_ai.evaluation.result`` events are exported to (``<emit_otel>/v1/logs``); unset, none.
+    clients which never speak can hold. ``body_timeout_s``: how long a request whose head arrived may
+    take to send its body (HTTP) or its message (gRPC), extended on HTTP by a second for every
+    ``min_body_rate`` bytes received; then it is cut (408, the connection closed; ``CANCELLED``).
+    ``max_arriving``: requests per OTLP port whose body or message is still arriving; one more cuts
+    the one that has waited longest, so slow senders cannot keep new requests out. ``emit_otel``:
+    base URL of an OTLP/HTTP receiver the ``gen_ai.evaluation.result`` events are exported to
+    (``<emit_otel>/v1/logs``); unset, none.
     ``conversations_from``: ``traces`` (conversations from the traces this service grades) or
     ``logs`` (from the trace summaries other replicas' events carry, received on the OTLP logs
     endpoints; this service's own traces then reach its conversations only through those events).
@@ -52,6 +57,9 @@ class ServeSettings:
     store_queue: int = field(default_factory=env.STORE_QUEUE.read)
     grpc_workers: int = field(default_factory=env.GRPC_WORKERS.read)
     idle_timeout_s: float = field(default_factory=env.IDLE_TIMEOUT_S.read)
+    body_timeout_s: float = field(default_factory=env.BODY_TIMEOUT_S.read)
+    min_body_rate: int = field(default_factory=env.MIN_BODY_RATE.read)
+    max_arriving: int = field(default_factory=env.MAX_ARRIVING.read)
     emit_otel: str | None = field(default_factory=env.EMIT_OTEL.read)
     conversations_from: str = field(default_factory=env.CONVERSATIONS_FROM.read)
     assembler: AssemblerConfig = field(default_factory=AssemblerConfig)
@@ -59,10 +67,12 @@ class ServeSettings:
     def __post_init__(self) -> None:
         for name in ("grpc_port", "http_port", "metrics_port"):
             env.PORT.require(name, getattr(self, name))
-        for name in ("max_request_bytes", "store_queue", "grpc_workers"):
+        for name in ("max_request_bytes", "store_queue", "grpc_workers", "max_arriving"):
             env.COUNT.require(name, getattr(self, name))
         env.SECONDS.require("retry_after_s", self.retry_after_s)
         env.POSITIVE_SECONDS.require("idle_timeout_s", self.idle_timeout_s)
+        env.POSITIVE_SECONDS.require("body_timeout_s", self.body_timeout_s)
+        env.SIZE.require("min_body_rate", self.min_body_rate)
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError(
                 "tls_cert and tls_key: give both (a PEM certificate chain and its key) or neither"
