@@ -46,9 +46,10 @@ def _may_hold_default_key(text: str) -> bool:
 
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
-# 13-19 digits, optionally grouped by spaces or dashes; confirmed with the Luhn checksum so that order
-# numbers and timestamps stay readable.
-_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+# 13-19 digits, optionally grouped by spaces or dashes, standing alone (not part of a word: a hex
+# span id or a token that holds a run of digits is no card number); confirmed with the Luhn checksum
+# so that order numbers and timestamps stay readable.
+_CARD = re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])")
 _CARD_CANDIDATE = re.compile(r"\d[\d -]{11,}\d")
 # Values shorter than this are not searched for: masking every "1" in a reason protects nothing.
 _MIN_VALUE_LEN = 3

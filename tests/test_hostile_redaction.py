@@ -198,6 +198,14 @@ def test_the_store_takes_the_policy_and_can_keep_values(tmp_path: Path) -> None:
     assert stored["tool_calls"][0]["arguments"] == {"account_ref": "ACC-778812", "api_key": "sk-abc-123"}  # type: ignore[index]
 
 
+def test_a_card_number_stands_alone_a_hex_id_holding_its_digits_is_none() -> None:
+    assert mask_patterns("card 4111 1111 1111 1111, expires") == f"card {MASK}, expires"
+    assert mask_patterns("pan=4111111111111111") == f"pan={MASK}"
+    # Span ids are hex: 16 decimal digits in a row happen, glued to the id's letters.
+    for text in ("step 4111111111111111f4", "step a4111111111111111", "step_4111111111111111"):
+        assert mask_patterns(text) == text
+
+
 @settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
