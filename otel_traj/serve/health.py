@@ -77,9 +77,19 @@ class ReceiverCollector(Collector):
 
 
 class HealthApp:
-    def __init__(self, registry: CollectorRegistry, ready: Callable[[], bool]) -> None:
+    """``/healthz`` answers 200 ``ok`` while the process serves, with a line per dependency that is
+    not on the ingest path (``details``: a PostgreSQL store's state); ``/readyz`` 200 while it accepts
+    spans, 503 once it drains."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        ready: Callable[[], bool],
+        details: Callable[[], list[str]] = list,
+    ) -> None:
         self._metrics = make_asgi_app(registry)
         self._ready = ready
+        self._details = details
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,7 +99,7 @@ class HealthApp:
             await self._metrics(scope, receive, send)
             return
         if path == "/healthz":
-            await _text(send, 200, b"ok\n")
+            await _text(send, 200, "".join(f"{line}\n" for line in ["ok", *self._details()]).encode())
         elif path == "/readyz":
             ready = self._ready()
             await _text(send, 200 if ready else 503, b"ready\n" if ready else b"shutting down\n")
