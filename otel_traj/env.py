@@ -271,9 +271,14 @@ CONVERSATIONS_FROM = _declare(
 LOG_LEVEL = _declare("OTEL_TRAJ_LOG_LEVEL", TEXT, "INFO", "least severe log records `serve` writes to stderr")
 LOG_FORMAT = _declare("OTEL_TRAJ_LOG_FORMAT", TEXT, "text", "`text`, or `json`: one JSON object per line")
 
-# The SQLite store (SqliteSink, serve, report, policy suggest).
-STORE = _declare("OTEL_TRAJ_STORE", TEXT, "otel-traj.db", "SQLite verdict store")
+# The verdict store (SqliteSink, PostgresSink, serve, report, policy suggest, gate).
+STORE = _declare(
+    "OTEL_TRAJ_STORE", TEXT, "otel-traj.db", "verdict store: a SQLite file, or a `postgresql://` URL"
+)
 STORE_QUEUE = _declare("OTEL_TRAJ_STORE_QUEUE", COUNT, 10_000, "verdicts waiting for the store writer")
+STORE_RETENTION = _declare(
+    "OTEL_TRAJ_STORE_RETENTION", SECONDS, 0.0, "how long a PostgreSQL store keeps runs; 0: forever", "s"
+)
 
 # Prometheus label cardinality (PrometheusSink).
 PROMETHEUS_TOOLS = _declare(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from otel_traj.sinks.langfuse import LangfuseSink
     from otel_traj.sinks.otel_events import EvaluationEventSink
     from otel_traj.sinks.store import SqliteSink
+    from otel_traj.sinks.store_postgres import PostgresSink
 
 PolicySource = Callable[[], "Policy | None"]
 
@@ -36,14 +37,16 @@ class OutputError(ValueError):
 
 @dataclass(slots=True, frozen=True, kw_only=True)
 class Outputs:
-    """The outputs asked for. ``store``: a SQLite file, ``store_queue`` verdicts waiting for its
-    writer (None: ``OTEL_TRAJ_STORE_QUEUE``). ``langfuse``: scores on the traces and sessions, keys
-    from the environment. ``emit_otel``: the base URL of an OTLP/HTTP receiver of
+    """The outputs asked for. ``store``: a SQLite file or a ``postgresql://`` URL, ``store_queue``
+    verdicts waiting for its writer (None: ``OTEL_TRAJ_STORE_QUEUE``), ``store_retention`` seconds a
+    PostgreSQL store keeps runs (None: ``OTEL_TRAJ_STORE_RETENTION``). ``langfuse``: scores on the
+    traces and sessions, keys from the environment. ``emit_otel``: the base URL of an OTLP/HTTP receiver of
     ``gen_ai.evaluation.result`` events. ``judges``: the policy's LLM judges, publishing to every other
     sink; ``sample_judges`` False judges every run (offline), still within the hourly caps."""
 
     store: str | Path | None = None
     store_queue: int | None = None
+    store_retention: float | None = None
     langfuse: bool = False
     emit_otel: str | None = None
     judges: bool = False
@@ -56,7 +59,7 @@ class SinkSet:
     are out before the sinks they publish to flush), and each by its role for what reads it back."""
 
     sinks: list[Sink]
-    store: SqliteSink | None = None
+    store: SqliteSink | PostgresSink | None = None
     langfuse: LangfuseSink | None = None
     events: EvaluationEventSink | None = None
     judges: JudgeSink | None = None
@@ -97,12 +100,10 @@ def _build(
     on_judgement: Iterable[Callable[[JudgeResult], None]],
     built: list[Sink],
 ) -> SinkSet:
-    store = langfuse = events = None
+    store: SqliteSink | PostgresSink | None = None
+    langfuse = events = None
     if outputs.store:
-        from otel_traj.sinks.store import SqliteSink
-
-        # What is kept on disk is masked as Langfuse is: the policy's keys and secret-looking ones.
-        store = SqliteSink(path=outputs.store, max_queue=outputs.store_queue, redact=redact)
+        store = _store(outputs.store, outputs, redact)
         built.append(store)
     if outputs.langfuse:
         from otel_traj.sinks.langfuse import LangfuseSink
@@ -129,6 +130,32 @@ def _build(
         events=events,
         judges=judges,
     )
+
+
+def _store(target: str | Path, outputs: Outputs, redact: SensitiveKey | None) -> SqliteSink | PostgresSink:
+    """The store's sink; what is kept is masked as Langfuse is: the policy's keys and secret-looking
+    ones."""
+    from otel_traj.sinks.store_postgres_schema import is_postgres, shown
+    from otel_traj.sinks.store_schema import StoreError
+
+    if isinstance(target, str) and is_postgres(target):
+        try:
+            import psycopg
+
+            from otel_traj.sinks.store_postgres import PostgresSink
+        except ImportError:
+            raise StoreError(
+                f"{shown(target)}: a PostgreSQL store needs psycopg: pip install 'otel-traj[postgres]'"
+            ) from None
+        try:
+            return PostgresSink(
+                url=target, max_queue=outputs.store_queue, redact=redact, retention_s=outputs.store_retention
+            )
+        except psycopg.Error as exc:  # a URL libpq cannot take
+            raise StoreError(f"{shown(target)}: {str(exc).strip()}") from None
+    from otel_traj.sinks.store import SqliteSink
+
+    return SqliteSink(path=target, max_queue=outputs.store_queue, redact=redact)
 
 
 def _judges(

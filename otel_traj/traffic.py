@@ -8,7 +8,6 @@ the defaults a trajectory has.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -170,22 +169,24 @@ def trajectory_from_stored(data: Any, source: str = "<store>") -> Trajectory:
 def runs_from_store(
     path: str | Path, since_ns: int | None = None, agent: str | None = None
 ) -> list[Trajectory]:
-    """The runs whose verdicts the store at ``path`` holds, oldest first."""
-    from otel_traj.sinks.store_schema import Query, StoreError, connect, read_verdicts
+    """The runs whose verdicts the store at ``path`` (a SQLite file or a ``postgresql://`` URL)
+    holds, oldest first."""
+    from otel_traj.sinks.store_reader import open_store, read_errors, store_name
+    from otel_traj.sinks.store_schema import Query, StoreError
 
     try:
-        conn = connect(path, readonly=True)
+        store = open_store(path)
     except StoreError as exc:
         raise TrafficError(str(exc)) from None
-    except (OSError, sqlite3.Error) as exc:
-        raise TrafficError(f"{path}: {exc}") from None
+    except read_errors() as exc:
+        raise TrafficError(f"{store_name(path)}: {exc}") from None
     try:
-        verdicts = list(read_verdicts(conn, Query(since_ns=since_ns, agent=agent)))
-    except (sqlite3.Error, ValueError) as exc:
-        raise TrafficError(f"{path}: {exc}") from None
+        verdicts = store.verdicts(Query(since_ns=since_ns, agent=agent))
+    except read_errors(ValueError) as exc:
+        raise TrafficError(f"{store.name}: {exc}") from None
     finally:
-        conn.close()
-    return [trajectory_from_stored(v, str(path)) for v in verdicts]
+        store.close()
+    return [trajectory_from_stored(v, store.name) for v in verdicts]
 
 
 def runs_from_files(paths: Sequence[str | Path], capture: Iterable[str] = ()) -> list[Trajectory]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import tests.properties  # noqa: F401  (loads the suite's Hypothesis profile before any test module)
+from tests.postgres_server import PostgresServer
 from tests.serve_helpers import Served
 
 # Threads that a pipeline, its sinks or the service start, and join when they are shut down.
@@ -16,6 +17,7 @@ from tests.serve_helpers import Served
 OWN_THREADS = (
     "otel-traj-worker",
     "otel-traj-sqlite",
+    "otel-traj-store",
     "otel-traj-langfuse",
     "otel-traj-otel-events",
     "otel-traj-judge",
@@ -36,6 +38,23 @@ def nothing_left_running() -> Iterator[None]:
         thread.join(timeout=1.0)
     alive = sorted(t.name for t in left if t.is_alive())
     assert not alive, f"still running after the test: {alive} (shut down what the test starts)"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL cluster for the session (skips where the server is not installed)."""
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A new, empty database of the session's cluster."""
+    return postgres_server.database()
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ SETTINGS = {
     "--max-traces": ("OTEL_TRAJ_MAX_TRACES", "7", lambda s: s.assembler.max_traces),
     "--max-steps": ("OTEL_TRAJ_MAX_STEPS", "9", lambda s: s.assembler.max_steps),
     "--store-queue": ("OTEL_TRAJ_STORE_QUEUE", "11", lambda s: s.store_queue),
+    "--store-retention": ("OTEL_TRAJ_STORE_RETENTION", "3600", lambda s: s.store_retention_s),
     "--emit-otel": ("OTEL_TRAJ_EMIT_OTEL", "http://c:4318", lambda s: s.emit_otel),
     "--conversations-from": ("OTEL_TRAJ_CONVERSATIONS_FROM", "logs", lambda s: s.conversations_from),
 }

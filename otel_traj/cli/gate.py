@@ -1,5 +1,8 @@
 """``otel-traj gate --baseline PATH... --candidate PATH...``: may the candidate be released?
 
+A side may come from the store instead (live traffic): ``--store URL --baseline-where KEY=VALUE
+--candidate-where KEY=VALUE [--since 24h]`` (``otel_traj.gate.stored``).
+
 Exit codes, for CI: 0 when the release is allowed, 1 when it is blocked (every reason is printed),
 2 on bad input (unreadable files, a side without runs, an invalid policy or case file, no run paired).
 """
@@ -26,6 +29,32 @@ def _ratio(text: str) -> float:
     return value
 
 
+def _where(text: str) -> Any:
+    from otel_traj.gate.stored import parse_where
+
+    try:
+        return parse_where(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _since(text: str) -> int:
+    from otel_traj.cli.report import parse_since
+
+    return parse_since(text)
+
+
+def _sides_given(args: argparse.Namespace) -> str | None:
+    """Why the sides asked for cannot be read, or None."""
+    for side in ("baseline", "candidate"):
+        files, where = getattr(args, side), getattr(args, f"{side}_where")
+        if bool(files) == bool(where):
+            return f"--{side} PATH... or --{side}-where KEY=VALUE: give one of them"
+    if (args.baseline_where or args.candidate_where) and not args.store:
+        return "--baseline-where and --candidate-where read --store: give it"
+    return None
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "gate",
@@ -33,11 +62,27 @@ def register(subparsers: Any) -> None:
         description="Pair the candidate's runs with the baseline's (by golden case, conversation id or "
         "user input) and apply the release rule: no new unsafe run, no more failing runs or failing "
         "error checks, pass^k not lower, efficiency within --max-regression of the baseline. Each side "
-        "is trace files or directories, or the JSON of `otel-traj grade`. Exit 0 allowed, 1 blocked, "
-        "2 bad input.",
+        "is trace files or directories, or the JSON of `otel-traj grade`, or the runs of a store "
+        "(SQLite file or postgresql:// URL) matching --baseline-where / --candidate-where. Exit 0 "
+        "allowed, 1 blocked, 2 bad input.",
     )
-    parser.add_argument("--baseline", nargs="+", required=True, metavar="PATH", help="the baseline's runs")
-    parser.add_argument("--candidate", nargs="+", required=True, metavar="PATH", help="the candidate's runs")
+    parser.add_argument("--baseline", nargs="+", metavar="PATH", help="the baseline's runs")
+    parser.add_argument("--candidate", nargs="+", metavar="PATH", help="the candidate's runs")
+    parser.add_argument(
+        "--store", metavar="PATH|URL", help="the store --baseline-where and --candidate-where read"
+    )
+    for side in ("baseline", "candidate"):
+        parser.add_argument(
+            f"--{side}-where",
+            action="append",
+            type=_where,
+            metavar="KEY=VALUE",
+            help=f"the {side}'s runs are the stored runs with KEY=VALUE (repeat: all of them); KEY is "
+            "agent, service_name, service_version, conversation_id, versions.<key> or attributes.<key>",
+        )
+    parser.add_argument(
+        "--since", type=_since, help="stored runs started since: 24h, 30m, 2d or an ISO 8601 time"
+    )
     parser.add_argument("--policy", metavar="FILE", help="policy to grade trace files with")
     parser.add_argument("--cases", metavar="FILE", help="golden cases (JSONL): pair runs by case id")
     parser.add_argument("--match-on", metavar="ATTR", help="attribute whose value is a run's golden case id")
@@ -55,9 +100,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from otel_traj.cli.inputs import InputError, load_inputs, write_report
-    from otel_traj.gate import CaseFinder, GateInputError, decide, load_side
+    from otel_traj.gate import CaseFinder, GateInputError, decide
     from otel_traj.gate.render import RENDERERS
 
+    problem = _sides_given(args)
+    if problem is not None:
+        print(f"otel-traj gate: {problem}", file=sys.stderr)
+        return EXIT_INPUT
     try:
         policy, cases = load_inputs(args.policy, args.cases)
     except InputError as exc:
@@ -65,8 +114,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     finder = CaseFinder(cases, args.match_on)
     try:
-        baseline = load_side(args.baseline, policy, finder, "baseline")
-        candidate = load_side(args.candidate, policy, finder, "candidate")
+        baseline, candidate = _load_sides(args, policy, finder)
     except GateInputError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -83,3 +131,31 @@ def run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return EXIT_INPUT
     return EXIT_ALLOWED if result.allowed else EXIT_BLOCKED
+
+
+def _load_sides(args: argparse.Namespace, policy: Any, finder: Any) -> tuple[list[Any], list[Any]]:
+    """Both sides' runs, each from files or from the store; raises ``GateInputError``."""
+    from otel_traj.gate import GateInputError, load_side
+    from otel_traj.gate.stored import load_stored_side
+    from otel_traj.sinks.store_reader import StoreReader, open_store, read_errors, store_name
+    from otel_traj.sinks.store_schema import StoreError
+
+    store: StoreReader | None = None
+    try:
+        if args.store and (args.baseline_where or args.candidate_where):
+            store = open_store(args.store)
+        sides = []
+        for side in ("baseline", "candidate"):
+            where = getattr(args, f"{side}_where")
+            if where and store is not None:
+                sides.append(load_stored_side(store, where, args.since, finder, side))
+            else:
+                sides.append(load_side(getattr(args, side), policy, finder, side))
+        return sides[0], sides[1]
+    except StoreError as exc:
+        raise GateInputError(str(exc)) from None
+    except read_errors() as exc:
+        raise GateInputError(f"{store_name(args.store)}: {exc}") from None
+    finally:
+        if store is not None:
+            store.close()

@@ -62,9 +62,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
     parser.add_argument(
         "--store",
-        metavar="PATH",
-        help="also write the verdicts (and conversations, judge results) to this SQLite store, as "
-        "`otel-traj serve` does; `otel-traj report --store PATH` lists them",
+        metavar="PATH|URL",
+        help="also write the verdicts (and conversations, judge results) to this store (a SQLite file "
+        "or a postgresql:// URL), as `otel-traj serve` does; `otel-traj report --store` lists them",
     )
     parser.add_argument(
         "--langfuse",

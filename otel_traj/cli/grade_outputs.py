@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from otel_traj.sinks.base import Sink
     from otel_traj.sinks.otel_events import EvaluationEventSink
     from otel_traj.sinks.store import SqliteSink
+    from otel_traj.sinks.store_postgres import PostgresSink
 
 # A command line waits this long for the judges; runs not judged by then are counted.
 JUDGE_TIMEOUT_MS = 300_000
@@ -94,7 +95,7 @@ class GradeOutputs:
         return f"events: {records} records to {target}"
 
 
-def _store(sink: SqliteSink) -> str:
+def _store(sink: SqliteSink | PostgresSink) -> str:
     stats = sink.stats.snapshot()
     lost = sum(stats.dropped.values()) + sum(stats.sink_errors.values())
     written = f"store: {sink.written} verdicts written to {sink.path}"

@@ -1,10 +1,10 @@
-"""``otel-traj report``: verdicts from the local store (what ``serve`` or a ``SqliteSink`` wrote)."""
+"""``otel-traj report``: verdicts from the store (what ``serve``, a ``SqliteSink`` or a ``PostgresSink``
+wrote): a SQLite file or a ``postgresql://`` URL."""
 
 from __future__ import annotations
 
 import argparse
 import re
-import sqlite3
 import sys
 import time
 from datetime import UTC, datetime
@@ -13,7 +13,8 @@ from typing import Any
 from otel_traj import env
 from otel_traj.cli.report_conversations import report_conversations
 from otel_traj.cli.report_table import failed_checks, print_report, render_rows, started
-from otel_traj.sinks.store import Query, StoreError, connect, read_verdicts
+from otel_traj.sinks.store_reader import open_store, read_errors
+from otel_traj.sinks.store_schema import Query, StoreError
 from otel_traj.verdict import OUTCOMES
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
@@ -42,6 +43,19 @@ def parse_since(value: str, now_ns: int | None = None) -> int:
     return _stored_ns(moment.timestamp() * 1e9)
 
 
+def duration_s(value: str) -> float:
+    """``30d``, ``12h``, ``90m`` or a number of seconds -> seconds (>= 0)."""
+    text = value.strip()
+    match = _DURATION.match(text)
+    try:
+        seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r}: expected a duration like 30d, 12h, 90m or seconds")
+    return seconds
+
+
 def _stored_ns(ns: float) -> int:
     """A time as the store keeps it, in SQLite's signed 64-bit integers: a moment past 2262 (or
     before 1970) matches what the range's end would."""
@@ -52,12 +66,13 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report",
         help="list stored verdicts",
-        description="Read verdicts from the local store written by `otel-traj serve` or a SqliteSink.",
+        description="Read verdicts from the store written by `otel-traj serve`, `grade --store` or a "
+        "SqliteSink / PostgresSink: a SQLite file or a postgresql:// URL.",
     )
     parser.add_argument(
         "--store",
         default=env.STORE.read(),
-        help=f"SQLite store ({env.STORE.cite()})",
+        help=f"SQLite file or postgresql:// URL ({env.STORE.cite()})",
     )
     parser.add_argument(
         "--since", type=parse_since, help="runs started since: 1h, 30m, 2d or an ISO 8601 time"
@@ -96,20 +111,20 @@ def render_table(verdicts: list[dict[str, Any]]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        conn = connect(args.store, readonly=True)
-    except (StoreError, OSError) as exc:
+        store = open_store(args.store)
+    except read_errors(StoreError) as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return 2
     query = Query(
         since_ns=args.since, agent=args.agent, outcome=args.outcome, failed=args.failed, limit=args.limit
     )
     if args.conversations:
-        return report_conversations(conn, query, args)
+        return report_conversations(store, query, args)
     try:
-        verdicts = list(read_verdicts(conn, query))
-    except sqlite3.Error as exc:
-        print(f"otel-traj: {args.store}: {exc}", file=sys.stderr)
+        verdicts = store.verdicts(query)
+    except read_errors() as exc:
+        print(f"otel-traj: {store.name}: {exc}", file=sys.stderr)
         return 2
     finally:
-        conn.close()
+        store.close()
     return print_report(args, "trajectories", verdicts, render_table, verdicts)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from otel_traj import env
 from otel_traj.cli.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
+from otel_traj.cli.report import duration_s
 from otel_traj.config import AssemblerConfig
 from otel_traj.policy import PolicyError
 from otel_traj.serve.settings import CONVERSATIONS_FROM, ServeSettings
@@ -42,7 +43,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--store",
-        help=f"SQLite verdict store, empty for none ({env.STORE.cite()})",
+        metavar="PATH|URL",
+        help="verdict store: a SQLite file, or a postgresql:// URL every replica writes; empty for none "
+        f"({env.STORE.cite()})",
     )
     parser.add_argument(
         "--auth-token",
@@ -100,6 +103,14 @@ def register(subparsers: Any) -> None:
         "--store-queue",
         type=int,
         help=f"verdicts waiting for the store writer ({env.STORE_QUEUE.cite()})",
+    )
+    parser.add_argument(
+        "--store-retention",
+        dest="store_retention_s",
+        type=duration_s,
+        metavar="DURATION",
+        help="a PostgreSQL store deletes runs older than this (30d, 12h or seconds), in batches; 0 keeps "
+        f"them ({env.STORE_RETENTION.cite()})",
     )
     parser.add_argument(
         "--emit-otel",

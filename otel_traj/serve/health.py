@@ -99,11 +99,19 @@ class ReceiverCollector(Collector):
 
 
 class HealthApp:
-    """``ready()`` gives why the service is not ready, or None when it is."""
+    """``/healthz`` answers 200 ``ok`` while the process serves, with a line per dependency that is
+    not on the ingest path (``details``: a PostgreSQL store's state); ``/readyz`` 200 while it accepts
+    spans, 503 with the reason (``ready()`` gives it, None when ready) once it drains or starves."""
 
-    def __init__(self, registry: CollectorRegistry, ready: Callable[[], str | None]) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        ready: Callable[[], str | None],
+        details: Callable[[], list[str]] = list,
+    ) -> None:
         self._metrics = make_asgi_app(registry)
         self._ready = ready
+        self._details = details
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -113,7 +121,7 @@ class HealthApp:
             await self._metrics(scope, receive, send)
             return
         if path == "/healthz":
-            await _text(send, 200, b"ok\n")
+            await _text(send, 200, "".join(f"{line}\n" for line in ["ok", *self._details()]).encode())
         elif path == "/readyz":
             why = self._ready()
             await _text(send, 200 if why is None else 503, f"{why or 'ready'}\n".encode())

@@ -47,6 +47,7 @@ from otel_traj.sinks.base import Sink
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.sinks.prometheus_health import register_pipeline_health
 from otel_traj.sinks.store import SqliteSink
+from otel_traj.sinks.store_postgres import PostgresSink
 from otel_traj.stats import PipelineStats
 
 logger = logging.getLogger("otel_traj.serve")
@@ -127,6 +128,7 @@ class Service:
             Outputs(
                 store=settings.store,
                 store_queue=settings.store_queue,
+                store_retention=settings.store_retention_s,
                 langfuse=langfuse_configured(),
                 emit_otel=settings.emit_otel,
                 # Each run meets the judges of the policy in force when it was graded.
@@ -138,7 +140,7 @@ class Service:
             after=extra_sinks,
         )
         sinks = built.sinks
-        self.store: SqliteSink | None = built.store
+        self.store: SqliteSink | PostgresSink | None = built.store
         self.judges: JudgeSink | None = built.judges
         from_logs = settings.conversations_from == "logs"
         self.conversations = Conversations(
@@ -169,7 +171,12 @@ class Service:
         self._http_app: OtlpHttpApp | None = None
         self._servers: list[uvicorn.Server] = []
         self._loop_thread: threading.Thread | None = None
-        self._health = HealthApp(registry, self._not_ready)
+        self._health = HealthApp(registry, self._not_ready, self._health_lines)
+
+    def _health_lines(self) -> list[str]:
+        """What ``/healthz`` adds to ``ok``: the state of a store on a server (never on the ingest
+        path: ``/readyz`` does not depend on it)."""
+        return [self.store.state().describe()] if isinstance(self.store, PostgresSink) else []
 
     # -- lifecycle ------------------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ class ServeSettings:
     """What ``otel-traj serve`` listens on and how much it holds.
 
     Ports: 0 picks a free port (the chosen ones are printed on startup). ``store``: the SQLite file
-    verdicts are written to (empty: no store). ``max_request_bytes`` applies after decompression.
+    or the ``postgresql://`` URL verdicts are written to (empty: no store); ``store_retention_s``:
+    how long a PostgreSQL store keeps runs (0: forever). ``max_request_bytes`` applies after decompression.
     ``retry_after_s``: the delay an overloaded receiver asks exporters to wait. ``store_queue``:
     verdicts waiting for the store writer; together with ``assembler.max_traces`` it bounds what a
     flood can make the service hold. ``tls_cert`` / ``tls_key``: PEM files that put both OTLP ports
@@ -55,6 +56,7 @@ class ServeSettings:
     max_request_bytes: int = field(default_factory=env.MAX_REQUEST_BYTES.read)
     retry_after_s: float = field(default_factory=env.RETRY_AFTER_S.read)
     store_queue: int = field(default_factory=env.STORE_QUEUE.read)
+    store_retention_s: float = field(default_factory=env.STORE_RETENTION.read)
     grpc_workers: int = field(default_factory=env.GRPC_WORKERS.read)
     idle_timeout_s: float = field(default_factory=env.IDLE_TIMEOUT_S.read)
     body_timeout_s: float = field(default_factory=env.BODY_TIMEOUT_S.read)
@@ -70,6 +72,7 @@ class ServeSettings:
         for name in ("max_request_bytes", "store_queue", "grpc_workers", "max_arriving"):
             env.COUNT.require(name, getattr(self, name))
         env.SECONDS.require("retry_after_s", self.retry_after_s)
+        env.SECONDS.require("store_retention_s", self.store_retention_s)
         env.POSITIVE_SECONDS.require("idle_timeout_s", self.idle_timeout_s)
         env.POSITIVE_SECONDS.require("body_timeout_s", self.body_timeout_s)
         env.SIZE.require("min_body_rate", self.min_body_rate)

@@ -92,6 +92,8 @@ def _upsert(rows: int) -> str:
 # and a build can lower it.
 _UPSERT_ROWS = (256, 64, 16, 4, 1)
 _UPSERTS = {rows: _upsert(rows) for rows in _UPSERT_ROWS}
+UPSERT = _UPSERTS[1]
+"""One verdict's upsert (``?`` parameters): the PostgreSQL store binds the same statement."""
 _FAILED_ROWS = "SELECT " + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(_CHECK_COLUMNS))
 _DELETE_FAILED = "DELETE FROM failed_checks WHERE trace_id IN (SELECT value FROM json_each(?))"
 _INSERT_FAILED = f"INSERT INTO failed_checks {_FAILED_ROWS} FROM json_each(?)"

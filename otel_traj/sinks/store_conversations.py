@@ -38,7 +38,7 @@ _COLUMNS = (
     "graded_ns",
     "verdict",
 )
-_UPSERT = (
+UPSERT = (
     f"INSERT INTO conversations ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
     f"ON CONFLICT (conversation_id, first_trace_id) DO UPDATE SET "
     f"{', '.join(f'{c} = excluded.{c}' for c in _COLUMNS[2:])}"
@@ -84,7 +84,7 @@ def _column_text(value: str) -> str:
 
 def write_conversations(conn: sqlite3.Connection, rows: Sequence[ConversationRow]) -> None:
     with conn:
-        conn.executemany(_UPSERT, [row.values for row in rows])
+        conn.executemany(UPSERT, [row.values for row in rows])
 
 
 def has_conversations(conn: sqlite3.Connection) -> bool:
@@ -98,12 +98,17 @@ def read_conversations(conn: sqlite3.Connection, query: Query | None = None) -> 
     compares with the first trace's start, ``failed`` names a conversation check."""
     if not has_conversations(conn):
         return []
-    query = query or Query()
+    sql, params = conversations_sql(query or Query(), _FAILED)
+    return [json.loads(text) for (text,) in conn.execute(sql, params)]
+
+
+def conversations_sql(query: Query, failed: str) -> tuple[str, list[Any]]:
+    """The SQL (``?`` parameters) and parameters of ``read_conversations``, for either engine;
+    ``failed``: the engine's clause for "the check named by the parameter failed"."""
     filters = (
         ("started_ns >= ?", query.since_ns),
         ("agent = ?", query.agent),
         ("outcome = ?", query.outcome),
-        (_FAILED, query.failed),
+        (failed, query.failed),
     )
-    sql, params = select_verdicts("conversations", filters, "started_ns, conversation_id", query.limit)
-    return [json.loads(text) for (text,) in conn.execute(sql, params)]
+    return select_verdicts("conversations", filters, "started_ns, conversation_id", query.limit)

@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS judgements (
     PRIMARY KEY (trace_id, judge)
 );
 """
-_COLUMNS = (
+COLUMNS = (
     "trace_id",
     "judge",
     "agent",
@@ -44,9 +44,9 @@ _COLUMNS = (
     "policy_version",
     "judged_ns",
 )
-_UPSERT = (
-    f"INSERT INTO judgements ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
-    f"ON CONFLICT (trace_id, judge) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLUMNS[2:])}"
+UPSERT = (
+    f"INSERT INTO judgements ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "
+    f"ON CONFLICT (trace_id, judge) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS[2:])}"
 )
 
 
@@ -79,7 +79,7 @@ def judgement_row(result: JudgeResult, redactor: Redactor | None) -> JudgementRo
 def write_judgements(conn: sqlite3.Connection, rows: Sequence[JudgementRow]) -> None:
     with conn:
         conn.execute(_SCHEMA)
-        conn.executemany(_UPSERT, [row.values for row in rows])
+        conn.executemany(UPSERT, [row.values for row in rows])
 
 
 def read_judgements(conn: sqlite3.Connection, trace_id: str | None = None) -> list[dict[str, Any]]:
@@ -90,5 +90,5 @@ def read_judgements(conn: sqlite3.Connection, trace_id: str | None = None) -> li
     if not exists:
         return []
     where, args = ("WHERE trace_id = ?", (trace_id,)) if trace_id is not None else ("", ())
-    cursor = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM judgements {where} ORDER BY judged_ns", args)
-    return [dict(zip(_COLUMNS, row, strict=True)) for row in cursor]
+    cursor = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM judgements {where} ORDER BY judged_ns", args)
+    return [dict(zip(COLUMNS, row, strict=True)) for row in cursor]

@@ -129,13 +129,25 @@ def connect(path: str | Path, readonly: bool = False) -> sqlite3.Connection:
 @dataclass(slots=True, frozen=True)
 class Query:
     """Filters of ``read_verdicts``; ``since_ns`` compares with the run's start time; ``failed``: runs
-    in which the check of that name failed (``scope``, ``case.tool_selection``, ...)."""
+    in which the check of that name failed (``scope``, ``case.tool_selection``, ...); ``equal``:
+    (column, value) pairs a run's indexed columns must hold (``COLUMN_FILTERS``)."""
 
     since_ns: int | None = None
     agent: str | None = None
     outcome: str | None = None
     failed: str | None = None
     limit: int | None = None
+    equal: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for column, _ in self.equal:
+            if column not in COLUMN_FILTERS:
+                raise ValueError(f"equal: {column!r} is not one of {', '.join(COLUMN_FILTERS)}")
+
+
+# The columns of ``trajectories`` a query may compare with a value (the verdict's fields of the same
+# name); each is indexed in a PostgreSQL store.
+COLUMN_FILTERS = ("agent", "service_name", "service_version", "conversation_id")
 
 
 def _failed_table(conn: sqlite3.Connection) -> str:
@@ -167,19 +179,25 @@ def select_verdicts(
     return sql, params
 
 
-def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Iterator[dict[str, Any]]:
-    """Stored verdicts as ``verdict_to_dict`` shapes, oldest run first."""
-    query = query or Query()
+def verdicts_sql(query: Query, failed_table: str = "failed_checks") -> tuple[str, list[Any]]:
+    """The SQL (``?`` parameters) and parameters of ``read_verdicts``, for either engine."""
     failed = ""
     if query.failed is not None:
-        table = _failed_table(conn)
-        failed = f"trace_id IN (SELECT trace_id FROM {table} WHERE name = ? AND status = 'fail')"
+        failed = f"trace_id IN (SELECT trace_id FROM {failed_table} WHERE name = ? AND status = 'fail')"
     filters = (
         ("started_ns >= ?", query.since_ns),
         ("agent = ?", query.agent),
         ("outcome = ?", query.outcome),
         (failed, query.failed),
+        *((f"{column} = ?", value) for column, value in query.equal),
     )
-    sql, params = select_verdicts("trajectories", filters, "started_ns, trace_id", query.limit)
+    return select_verdicts("trajectories", filters, "started_ns, trace_id", query.limit)
+
+
+def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Iterator[dict[str, Any]]:
+    """Stored verdicts as ``verdict_to_dict`` shapes, oldest run first."""
+    query = query or Query()
+    table = _failed_table(conn) if query.failed is not None else "failed_checks"
+    sql, params = verdicts_sql(query, table)
     for (text,) in conn.execute(sql, params):
         yield json.loads(text)
