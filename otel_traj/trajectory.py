@@ -25,7 +25,7 @@ class Tokens:
         return self.input + self.output
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
+@dataclass(slots=True, frozen=True)
 class Trajectory:
     """One graded unit: every GenAI step of one trace, in order, with totals counted once. A value:
     the builder gives its sequences as tuples and nothing changes it once built.

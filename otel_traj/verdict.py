@@ -36,7 +36,7 @@ class CheckResult:
         return self.status == "fail"
 
 
-@dataclass(slots=True, frozen=True, kw_only=True)
+@dataclass(slots=True, frozen=True)
 class Verdict:
     """A value: built once by the grader with every check it reports, its outcome and score
     computed from all of them."""

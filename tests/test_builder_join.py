@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from otel_traj import checks
 from otel_traj.builder import build_trajectory
 from otel_traj.policy import Scope
@@ -51,7 +53,7 @@ def test_a_bare_value_takes_the_requested_arguments() -> None:
     scope = Scope.model_validate(
         {"subject": {"attributes": ["app.customer_id"]}, "arguments": {"list_invoices": ["customer_id"]}}
     )
-    traj.attributes["app.customer_id"] = "C023"
+    traj = replace(traj, attributes={**traj.attributes, "app.customer_id": "C023"})
     result = checks.check_scope(traj, scope)
     assert result.reason == "list_invoices used customer_id=C028, subject is C023"
 
@@ -68,7 +70,7 @@ def test_a_bare_value_without_a_request_is_not_guessed() -> None:
     scope = Scope.model_validate(
         {"subject": {"attributes": ["app.customer_id"]}, "arguments": {"list_invoices": ["customer_id"]}}
     )
-    traj.attributes["app.customer_id"] = "C023"
+    traj = replace(traj, attributes={**traj.attributes, "app.customer_id": "C023"})
     assert checks.check_scope(traj, scope).status == "skipped"
 
 
@@ -134,7 +136,7 @@ def test_structured_output_calls_are_kept_apart_and_give_the_answer() -> None:
 def test_a_requested_final_result_is_no_unobserved_tool_call() -> None:
     steps = [model(1, 0, request("final_result", '{"refund_id": "RF-1", "ok": true}', "c1"))]
     traj = build_trajectory(TraceContext(trace_id=1), steps)
-    assert traj.tool_calls == []
+    assert traj.tool_calls == ()
     assert traj.final_answer == '{"refund_id": "RF-1", "ok": true}'
 
 
@@ -144,7 +146,7 @@ def test_an_agent_output_that_is_an_object_repr_is_no_answer() -> None:
     )
     traj = build_trajectory(TraceContext(trace_id=1), [agent, model(1, 0, text="Refunded.")])
     assert traj.final_answer == "Refunded."
-    agent.output_text = "{'answer': 'x'}"
+    agent = replace(agent, output_text="{'answer': 'x'}")
     assert (
         build_trajectory(TraceContext(trace_id=1), [agent, model(1, 0, text="Refunded.")]).final_answer
         == "Refunded."
@@ -160,15 +162,14 @@ def test_a_model_span_that_records_no_call_is_not_a_turn() -> None:
         span_id=3, start_ns=10 * MS, end_ns=11 * MS, model="gpt-4o-mini", ok=False, error_type="500"
     )
     traj = build_trajectory(TraceContext(trace_id=1), [prepare, model(2, 2, text="hi"), failed])
-    assert traj.model_turns == 2 and traj.errors == ["model gpt-4o-mini: 500"]
+    assert traj.model_turns == 2 and traj.errors == ("model gpt-4o-mini: 500",)
     # Without usage or messages anywhere (content and usage off), every model span counts.
     bare = [ModelCall(span_id=i, start_ns=i * 10 * MS, end_ns=(i * 10 + 1) * MS) for i in (1, 2)]
     assert build_trajectory(TraceContext(trace_id=1), bare).model_turns == 2
 
 
 def test_sibling_tool_spans_contained_in_time_are_parallel() -> None:
-    outer = tool(2, "get_subscription", 10, parent_id=7)
-    outer.end_ns = 30 * MS
+    outer = replace(tool(2, "get_subscription", 10, parent_id=7), end_ns=30 * MS)
     inner = tool(3, "list_invoices", 12, parent_id=7)
     nested = tool(4, "get_subscription_http", 13, parent_id=2)
     calls = build_trajectory(TraceContext(trace_id=1), [outer, inner, nested]).tool_calls
@@ -184,8 +185,7 @@ def test_calls_of_one_response_under_spans_of_their_own_are_parallel_when_contai
     start after the other and end before it. A call that a response within a call requested (an agent
     run as a tool) ran inside it, not beside it."""
     arguments = '{"customer_id": "C023"}'
-    outer = tool(2, "get_subscription", 10, parent_id=7, call_id="call_1")
-    outer.end_ns = 30 * MS
+    outer = replace(tool(2, "get_subscription", 10, parent_id=7, call_id="call_1"), end_ns=30 * MS)
     steps = [
         model(
             1,
@@ -236,7 +236,7 @@ def test_a_tool_the_framework_ends_its_loop_with_is_an_output_call() -> None:
         ),
     ]
     traj = build_trajectory(TraceContext(trace_id=1), steps)
-    assert traj.tool_calls == [] and [c.name for c in traj.output_calls] == ["finish"]
+    assert traj.tool_calls == () and [c.name for c in traj.output_calls] == ["finish"]
     assert traj.final_answer == "Refunded."
 
 
