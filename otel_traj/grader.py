@@ -12,6 +12,10 @@ Outcome, first match wins:
 - ``pass_with_warnings``: a ``warning`` check failed.
 - ``pass``: otherwise (failed ``info`` checks are reported but do not change the outcome).
 
+A verdict is built once, with every check it reports: the policy's, then ``unreadable_steps`` and
+``dropped_steps`` (``otel_traj.verification``) when the run has them; its outcome and score are
+computed from all of them, and nothing adds a check afterwards.
+
 Budget: a run's checks may take ``grading.max_ms_per_run`` milliseconds of the policy. The check
 that goes over it and every check after it are reported ``skipped`` ("grading budget of N ms
 exceeded after check X"), except a failure that check found (a violation seen is a fact), and the
