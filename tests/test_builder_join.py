@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from otel_traj import checks
 from otel_traj.builder import build_trajectory
+from otel_traj.joins import take_request
 from otel_traj.policy import Scope
 from otel_traj.records import TraceContext
 from otel_traj.serialize import trajectory_to_dict
@@ -249,3 +250,35 @@ def test_a_call_only_its_server_recorded_is_kept() -> None:
     ]
     [call] = build_trajectory(TraceContext(trace_id=1), steps).tool_calls
     assert (call.call_id, call.turn, call.result, call.observed) == ("call_3", 0, '{"status": "paid"}', True)
+
+
+def test_a_join_keeps_every_field_it_does_not_set() -> None:
+    """``take_request`` names every field of the call it builds: a field added to ``ToolCall`` and
+    not to it would be lost here."""
+    values: dict[str, object] = {
+        "name": "n",
+        "span_id": 7,
+        "parent_id": 3,
+        "start_ns": 5,
+        "end_ns": 9,
+        "call_id": "own",
+        "arguments": {"a": 1},
+        "arguments_text": None,
+        "result": "r",
+        "ok": False,
+        "error_type": "E",
+        "error_message": "m",
+        "observed": False,
+        "parallel": True,
+        "dialect": "d",
+        "step_id": "s",
+        "truncated": True,
+        "turn": None,
+        "arguments_source": "execution",
+        "output": True,
+        "served": True,
+    }
+    assert set(values) == {f.name for f in fields(ToolCall) if f.init}
+    call = ToolCall(**values)
+    joined = take_request(call, 4, RequestedTool(name="n", call_id="req"))
+    assert joined == replace(call, turn=4, call_id="req")
