@@ -122,10 +122,8 @@ class Assembler:
         accepted = ignored = late = malformed = unreadable = contradictions = 0
         with self._lock:
             buffers, done = self._buffers, self._done
-            if max_traces is not None and buffers:
-                new = {r.trace_id for r in records if r.trace_id not in buffers and r.trace_id not in done}
-                if new and len(buffers) + len(new) > max_traces:
-                    return False
+            if max_traces is not None and not self._admits(records, max_traces):
+                return False
             for lost_step, batch in ((False, records), (True, lost)):
                 for record in batch:
                     trace_id, step = record.trace_id, record.step
@@ -133,16 +131,10 @@ class Assembler:
                         late += 1
                         continue
                     try:
-                        buf = buffers.get(trace_id)
+                        buf = buffers.get(trace_id) or self._open(record, lost_step)
                         if buf is None:
-                            # In-process, a span with nothing for us opens no buffer (a root ending
-                            # first means the trace had no GenAI step) unless its step was dropped:
-                            # that run must be counted. Received spans always do: children may come.
-                            opens = step is not None or lost_step
-                            if track_starts and not opens and (record.is_local_root or not record.captured):
-                                ignored += 1
-                                continue
-                            buf = self._new_buffer(record)
+                            ignored += 1
+                            continue
                         self._record(buf, record)
                         contradictions += record.contradicted
                         if step is None:
@@ -176,6 +168,24 @@ class Assembler:
         return True
 
     # -- internals (lock held) ------------------------------------------------------------------
+
+    def _admits(self, records: Sequence[SpanRecord], max_traces: int) -> bool:
+        """Whether the buffers the spans would open stay within ``max_traces`` (an empty assembler
+        takes any request)."""
+        buffers, done = self._buffers, self._done
+        if not buffers:
+            return True
+        new = {r.trace_id for r in records if r.trace_id not in buffers and r.trace_id not in done}
+        return not new or len(buffers) + len(new) <= max_traces
+
+    def _open(self, record: SpanRecord, lost_step: bool) -> _Buffer | None:
+        """The buffer a trace's first span opens, or None. In-process, a span with nothing for us
+        opens none (a root ending first means the trace had no GenAI step) unless its step was
+        dropped: that run must be counted. Received spans always do: children may come."""
+        opens = record.step is not None or lost_step
+        if self.track_starts and not opens and (record.is_local_root or not record.captured):
+            return None
+        return self._new_buffer(record)
 
     def _new_buffer(self, record: SpanRecord) -> _Buffer:
         # Only in-process runs, which cannot be refused, are evicted (the receiver's admission bounds).

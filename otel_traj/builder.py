@@ -3,12 +3,16 @@
 Runs on the worker thread (or offline), never on the application's hot path, so this is where the
 expensive normalisation happens: JSON parsing of arguments, nested-span de-duplication, recovery of
 tool calls that only the model's output shows.
+
+Steps are values: each pass returns the steps it changes as new ones (most are built once more, by
+the join) and leaves the steps it was given as the run holds them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
@@ -17,7 +21,6 @@ from otel_traj.dialects.declarations import CONVERSATION_KEYS, answer_in, is_out
 from otel_traj.joins import (
     ids_from_resent_calls,
     join_requests,
-    normalize_arguments,
     requests_from_spans,
     results_from_requests,
 )
@@ -46,80 +49,91 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
     span the tool's server recorded (an MCP server, another process) is one of the caller's calls of
     its name, taken in order: its times are another clock's, so nesting cannot tell which."""
     kept: list[ToolCall] = []
-    # Per name, the kept calls not yet ended: calls come in start order, so one that ended before a
-    # call started encloses neither it nor any later one (the work stays linear in the run's size).
-    running: dict[str, list[ToolCall]] = {}
+    # Per name, the indices in ``kept`` of the calls not yet ended: calls come in start order, so one
+    # that ended before a call started encloses neither it nor any later one (the work stays linear).
+    running: dict[str, list[int]] = {}
     for call in calls:
         if call.served:
             continue
         same = running.setdefault(call.name, [])
-        same[:] = [k for k in same if k.end_ns >= call.start_ns]
-        outer = next(
-            (
-                k
-                for k in same
-                if _contains(k, call)
-                and (k.call_id is None or call.call_id is None or k.call_id == call.call_id)
-            ),
-            None,
-        )
+        same[:] = [k for k in same if kept[k].end_ns >= call.start_ns]
+        outer = next((k for k in same if _encloses(kept[k], call)), None)
         if outer is None:
+            same.append(len(kept))
             kept.append(call)
-            same.append(call)
         else:
-            _merge_tool(outer, call)
-    callers: dict[str, list[ToolCall]] = {}
-    for call in kept:
-        callers.setdefault(call.name, []).append(call)
+            kept[outer] = _merged_tool(kept[outer], call)
+    callers: dict[str, list[int]] = {}
+    for k, call in enumerate(kept):
+        callers.setdefault(call.name, []).append(k)
     served: list[ToolCall] = []
     for call in calls:
         if call.served:
             caller = callers.get(call.name)
             if caller:
-                _merge_tool(caller.pop(0), call)
+                k = caller.pop(0)
+                kept[k] = _merged_tool(kept[k], call)
             else:
                 served.append(call)  # the server's record is all there is of this call
     return sorted(kept + served, key=_order) if served else kept
 
 
-def _merge_tool(outer: ToolCall, call: ToolCall) -> None:
-    """Keep the outer span's identity and times; take what only the inner layer recorded."""
+def _encloses(outer: ToolCall, call: ToolCall) -> bool:
+    ids_agree = outer.call_id is None or call.call_id is None or outer.call_id == call.call_id
+    return ids_agree and _contains(outer, call)
+
+
+def _merged_tool(outer: ToolCall, call: ToolCall) -> ToolCall:
+    """The outer span's identity and times, with what only the inner layer recorded."""
+    changes: dict[str, Any] = {}
     if not outer.arguments_captured:
-        outer.arguments, outer.arguments_text = call.arguments, call.arguments_text
-    outer.result = outer.result if outer.result is not None else call.result
-    outer.call_id = outer.call_id or call.call_id
+        changes.update(arguments=call.arguments, arguments_text=call.arguments_text)
+    if outer.result is None:
+        changes["result"] = call.result
+    if not outer.call_id:
+        changes["call_id"] = call.call_id
     if not call.ok and outer.ok:
-        outer.ok, outer.error_type, outer.error_message = False, call.error_type, call.error_message
+        changes.update(ok=False, error_type=call.error_type, error_message=call.error_message)
+    return replace(outer, **changes) if changes else outer
 
 
-def _merge_model(outer: ModelCall, inner: ModelCall) -> None:
+def _merged_model(outer: ModelCall, inner: ModelCall) -> ModelCall:
+    changes: dict[str, Any] = {}
     if inner.has_usage:
-        outer.input_tokens, outer.output_tokens = inner.input_tokens, inner.output_tokens
-        outer.cache_read_tokens, outer.cache_write_tokens = inner.cache_read_tokens, inner.cache_write_tokens
-        outer.reasoning_tokens = inner.reasoning_tokens
-    outer.model = inner.model or outer.model
-    outer.provider = inner.provider or outer.provider
-    outer.finish_reasons = inner.finish_reasons or outer.finish_reasons
-    outer.requested_tools = inner.requested_tools or outer.requested_tools
-    outer.input_text = inner.input_text or outer.input_text
-    outer.output_text = inner.output_text or outer.output_text
+        changes.update(
+            input_tokens=inner.input_tokens,
+            output_tokens=inner.output_tokens,
+            cache_read_tokens=inner.cache_read_tokens,
+            cache_write_tokens=inner.cache_write_tokens,
+            reasoning_tokens=inner.reasoning_tokens,
+        )
     if not inner.ok:
-        outer.ok, outer.error_type = False, inner.error_type
+        changes.update(ok=False, error_type=inner.error_type)
+    return replace(
+        outer,
+        model=inner.model or outer.model,
+        provider=inner.provider or outer.provider,
+        finish_reasons=inner.finish_reasons or outer.finish_reasons,
+        requested_tools=inner.requested_tools or outer.requested_tools,
+        input_source=inner.input_text or outer.input_text,
+        output_text=inner.output_text or outer.output_text,
+        **changes,
+    )
 
 
 def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
     """Nested LLM spans of one model call (e.g. ``call_llm`` ⊃ ``generate_content`` ⊃ ``chat``) count
     once. Calls are sorted by start, so an enclosing call always comes first."""
     kept: list[ModelCall] = []
-    running: list[ModelCall] = []  # kept calls not yet ended (see ``_dedupe_tools``)
+    running: list[int] = []  # indices in ``kept`` of the calls not yet ended (see ``_dedupe_tools``)
     for call in calls:
-        running[:] = [k for k in running if k.end_ns >= call.start_ns]
-        outer = next((k for k in reversed(running) if _contains(k, call)), None)
+        running[:] = [k for k in running if kept[k].end_ns >= call.start_ns]
+        outer = next((k for k in reversed(running) if _contains(kept[k], call)), None)
         if outer is None:
+            running.append(len(kept))
             kept.append(call)
-            running.append(call)
         else:
-            _merge_model(outer, call)
+            kept[outer] = _merged_model(kept[outer], call)
     return kept
 
 
@@ -130,19 +144,22 @@ def _start_uncertainty(start_ns: int) -> int:
     return _MS if start_ns % _MS == 0 else 0
 
 
-def _mark_parallel(calls: list[ToolCall]) -> None:
-    """Mark the calls that overlap another (``calls`` in start order)."""
-    running: list[ToolCall] = []  # earlier calls not yet ended: only they can overlap this or later ones
-    for call in calls:
+def _parallel(calls: Sequence[ToolCall]) -> set[int]:
+    """The indices of the calls that overlap another (``calls`` in start order)."""
+    parallel: set[int] = set()
+    running: list[int] = []  # earlier calls not yet ended: only they can overlap this or later ones
+    for at, call in enumerate(calls):
         latest_start = call.start_ns + _start_uncertainty(call.start_ns)
-        running[:] = [prev for prev in running if prev.end_ns > call.start_ns]
-        running.append(call)
-        for prev in running[:-1]:
+        running[:] = [k for k in running if calls[k].end_ns > call.start_ns]
+        for k in running:
+            prev = calls[k]
             # Overlapping calls run side by side unless one is nested in the other (one execution seen
             # by two layers, or a call made inside another's execution).
             overlap = prev.observed and call.observed and prev.end_ns > latest_start
             if overlap and (not _contains(prev, call) or _side_by_side(prev, call)):
-                prev.parallel = call.parallel = True
+                parallel.update((k, at))
+        running.append(at)
+    return parallel
 
 
 def _side_by_side(outer: ToolCall, inner: ToolCall) -> bool:
@@ -154,40 +171,45 @@ def _side_by_side(outer: ToolCall, inner: ToolCall) -> bool:
     return outer.parent_id == inner.parent_id or (outer.turn is not None and outer.turn == inner.turn)
 
 
-def _outermost_agents(runs: list[AgentRun]) -> list[AgentRun]:
+def _outermost_agents(runs: Sequence[AgentRun]) -> list[AgentRun]:
     return [r for r in runs if not any(_contains(o, r) for o in runs)]
 
 
-def _per_call_usage(models: list[ModelCall]) -> None:
-    """Usage recorded as the run's running total (``ModelCall.cumulative_usage``) as each call's own:
-    the difference from the call before, in start order."""
+def _per_call_usage(models: list[ModelCall]) -> list[ModelCall]:
+    """The model calls, with usage recorded as the run's running total
+    (``ModelCall.cumulative_usage``) as each call's own: the difference from the call before, in
+    start order."""
+    if not any(call.cumulative_usage for call in models):
+        return models
     seen_input = seen_output = 0
+    own: list[ModelCall] = []
     for call in models:
         if not call.cumulative_usage or not call.has_usage:
+            own.append(call)
             continue
         total_input, total_output = call.input_tokens or 0, call.output_tokens or 0
         if total_input >= seen_input and total_output >= seen_output:
-            call.input_tokens, call.output_tokens = total_input - seen_input, total_output - seen_output
+            call = replace(
+                call, input_tokens=total_input - seen_input, output_tokens=total_output - seen_output
+            )
         seen_input, seen_output = max(seen_input, total_input), max(seen_output, total_output)
-        call.cumulative_usage = False
+        own.append(replace(call, cumulative_usage=False))
+    return own
 
 
-def _tokens(models: list[ModelCall], agents: list[AgentRun]) -> Tokens:
-    tokens = Tokens()
+def _tokens(models: Sequence[ModelCall], agents: Sequence[AgentRun]) -> Tokens:
     with_usage = [m for m in models if m.has_usage]
     if with_usage:
-        for m in with_usage:
-            tokens.input += m.input_tokens or 0
-            tokens.output += m.output_tokens or 0
-            tokens.cache_read += m.cache_read_tokens or 0
-            tokens.cache_write += m.cache_write_tokens or 0
-            tokens.reasoning += m.reasoning_tokens or 0
-        return tokens
+        return Tokens(
+            input=sum(m.input_tokens or 0 for m in with_usage),
+            output=sum(m.output_tokens or 0 for m in with_usage),
+            cache_read=sum(m.cache_read_tokens or 0 for m in with_usage),
+            cache_write=sum(m.cache_write_tokens or 0 for m in with_usage),
+            reasoning=sum(m.reasoning_tokens or 0 for m in with_usage),
+        )
     # Only the agent span carries usage (aggregated): take the outermost runs, never nested ones.
-    for run in _outermost_agents(agents):
-        tokens.input += run.input_tokens or 0
-        tokens.output += run.output_tokens or 0
-    return tokens
+    top = _outermost_agents(agents)
+    return Tokens(input=sum(r.input_tokens or 0 for r in top), output=sum(r.output_tokens or 0 for r in top))
 
 
 def _first(values: Iterable[str | None]) -> str | None:
@@ -243,7 +265,10 @@ def _final_answer(top: list[AgentRun], models: list[ModelCall], outputs: list[To
     return answer
 
 
-def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: bool = True) -> Trajectory:
+def _partition(
+    steps: Iterable[Step],
+) -> tuple[list[ToolCall], list[ModelCall], list[AgentRun], list[Unreadable]]:
+    """The run's steps by kind, each in start order."""
     tools: list[ToolCall] = []
     models: list[ModelCall] = []
     agents: list[AgentRun] = []
@@ -257,40 +282,56 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
             agents.append(step)
         else:
             unreadable.append(step)
-    unreadable.sort(key=_order)
-    tools.sort(key=_order)
-    models.sort(key=_order)
-    agents.sort(key=_order)
+    for kind in (tools, models, agents, unreadable):
+        kind.sort(key=_order)
+    return tools, models, agents, unreadable
 
-    models = _calls_on_record(_dedupe_models(models))
-    _per_call_usage(models)
-    tools = _dedupe_tools(requests_from_spans(models, tools))
-    for call in tools:
-        normalize_arguments(call)
-    ids_from_resent_calls(models)
-    tools = sorted(tools + join_requests(models, tools), key=_order)
-    _mark_parallel(tools)  # after the join: the turn that requested each call tells siblings apart
-    results_from_requests(models, tools)
-    for call in tools:
-        if not call.step_id:
-            call.step_id = span_hex(call.span_id)
-        call.output = call.output or is_output_tool(call.name)
+
+def _calls(models: list[ModelCall], tools: list[ToolCall]) -> tuple[list[ModelCall], list[ToolCall]]:
+    """The run's model calls, each counted once, and its tool calls, executed and requested, joined
+    to each other, in start order."""
+    models = _per_call_usage(_calls_on_record(_dedupe_models(models)))
+    models, tools = requests_from_spans(models, tools)
+    models = ids_from_resent_calls(models)
+    executed, requested = join_requests(models, _dedupe_tools(tools))
+    tools = sorted(executed + requested, key=_order) if requested else executed
+    # After the join: the turn that requested each call tells siblings apart.
+    parallel = _parallel(tools)
+    tools = results_from_requests(models, tools)
+    return models, [_finished_call(call, at in parallel) for at, call in enumerate(tools)]
+
+
+def _finished_call(call: ToolCall, parallel: bool) -> ToolCall:
+    """The call with what only the whole run tells: whether it ran beside another, its step id (a
+    call read from a store may have none), whether it is a structured-output call."""
+    changes: dict[str, Any] = {}
+    if parallel and not call.parallel:
+        changes["parallel"] = True
+    if not call.step_id:
+        changes["step_id"] = span_hex(call.span_id)
+    if not call.output and is_output_tool(call.name):
+        changes["output"] = True
+    return replace(call, **changes) if changes else call
+
+
+def build_trajectory(
+    context: TraceContext, steps: Iterable[Step], complete: bool = True, backlog_steps: int = 0
+) -> Trajectory:
+    """The run's trajectory. ``backlog_steps``: steps the assembler dropped unread (``max_backlog``)."""
+    tools, models, agents, unreadable = _partition(steps)
+    models, tools = _calls(models, tools)
     outputs = [t for t in tools if t.output]
     tools = [t for t in tools if not t.output]
 
     top = _outermost_agents(agents)
     attrs = context.attributes
     conversation = _first(a.conversation_id for a in agents) or attribute_conversation_id(attrs)
-    final_answer = _final_answer(top, models, outputs)
     # A generator, not a list: a model call's input is parsed only if it is the one needed.
     user_input = _first(chain((a.input_text for a in top), (m.input_text for m in models)))
 
     all_steps: list[ToolCall | ModelCall | AgentRun] = [*tools, *models, *agents]
     starts = [s.start_ns for s in all_steps if s.start_ns]
     ends = [s.end_ns for s in all_steps if s.end_ns]
-    start_ns = context.root_start_ns or min(starts, default=context.start_ns)
-    end_ns = context.root_end_ns or max(ends, default=context.end_ns)
-
     errors = [f"{t.name}: {t.error_message or t.error_type or 'error'}" for t in tools if not t.ok]
     errors += [f"model {m.model or '?'}: {m.error_type or 'error'}" for m in models if not m.ok]
     return Trajectory(
@@ -299,19 +340,20 @@ def build_trajectory(context: TraceContext, steps: Iterable[Step], complete: boo
         service_name=context.service_name,
         service_version=context.service_version,
         conversation_id=conversation,
-        tool_calls=tools,
-        output_calls=outputs,
-        model_calls=models,
-        agent_runs=agents,
+        tool_calls=tuple(tools),
+        output_calls=tuple(outputs),
+        model_calls=tuple(models),
+        agent_runs=tuple(agents),
         tokens=_tokens(models, agents),
-        start_ns=start_ns,
-        end_ns=end_ns,
+        start_ns=context.root_start_ns or min(starts, default=context.start_ns),
+        end_ns=context.root_end_ns or max(ends, default=context.end_ns),
         user_input=user_input,
-        final_answer=final_answer,
+        final_answer=_final_answer(top, models, outputs),
         attributes=dict(attrs),
         complete=complete,
         root_span_id=context.root_span_id,
-        errors=errors,
+        errors=tuple(errors),
         dropped_steps=context.dropped_steps,
-        unreadable=unreadable,
+        backlog_steps=backlog_steps,
+        unreadable=tuple(unreadable),
     )

@@ -160,8 +160,9 @@ def price_run(trajectory: Trajectory) -> RunCost:
 
 
 def run_cost(trajectory: Trajectory) -> RunCost:
-    """The run's cost, computed once and kept on the trajectory."""
+    """The run's cost, computed once and kept on the (frozen) trajectory: a memo of its steps' price."""
     cost = trajectory.cost
     if cost is None:
-        cost = trajectory.cost = price_run(trajectory)
+        cost = price_run(trajectory)
+        object.__setattr__(trajectory, "cost", cost)
     return cost

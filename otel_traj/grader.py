@@ -12,6 +12,10 @@ Outcome, first match wins:
 - ``pass_with_warnings``: a ``warning`` check failed.
 - ``pass``: otherwise (failed ``info`` checks are reported but do not change the outcome).
 
+A verdict is built once, with every check it reports: the policy's, then ``unreadable_steps`` and
+``dropped_steps`` (``otel_traj.verification``) when the run has them; its outcome and score are
+computed from all of them, and nothing adds a check afterwards.
+
 Budget: a run's checks may take ``grading.max_ms_per_run`` milliseconds of the policy. The check
 that goes over it and every check after it are reported ``skipped`` ("grading budget of N ms
 exceeded after check X"), except a failure that check found (a violation seen is a fact), and the
@@ -36,7 +40,7 @@ from otel_traj.policy import AgentPolicy, Policy, PolicyFile
 from otel_traj.stats import PipelineStats
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Outcome, Severity, Verdict
-from otel_traj.verification import unreadable_result, unverified
+from otel_traj.verification import dropped_result, unreadable_result, unverified
 from otel_traj.versions import contracts_hash, versions_of
 
 # Monotonic nanoseconds; tests replace it to exceed a budget deterministically.
@@ -129,64 +133,84 @@ class Grader:
         check: each check runs over all of them (of one agent policy) before the next check starts,
         so its code and data stay in the CPU's caches. On the worker's batches (a tick's runs) that
         takes a third less time than every check of one run, then every check of the next."""
+        policies = [self.policy.resolve(trajectory) for trajectory in trajectories]
         groups: dict[int, tuple[tuple[AgentPolicy, Plan, float | None], list[int]]] = {}
-        contracts: list[str | None] = []
-        policies: list[AgentPolicy] = []
-        for i, trajectory in enumerate(trajectories):
-            agent_policy = self.policy.resolve(trajectory)
-            policies.append(agent_policy)
+        for i, agent_policy in enumerate(policies):
             entry = self._plan(agent_policy)
             groups.setdefault(id(entry), (entry, []))[1].append(i)
-            contracts.append(self._contracts_hash(agent_policy))
         results: list[list[CheckResult]] = [[] for _ in trajectories]
         # Runs over their budget: the reason their remaining checks are skipped.
         over: dict[int, str] = {}
         for (_, plan, budget_ms), indices in groups.values():
-            keys: dict[int, list[ArgsKey | None]] = {}
-            budget_ns = budget_ms * 1_000_000 if budget_ms is not None else None
-            spent = dict.fromkeys(indices, 0)
-            for check, keyed in plan:
-                name = check_name(check)
-                severity = check.keywords["severity"]
-                for i in indices:
-                    if i in over:
-                        results[i].append(skipped(name, severity, over[i]))
-                        continue
-                    trajectory = trajectories[i]
-                    started = clock() if budget_ns is not None else 0
-                    if not keyed:
-                        result = check(trajectory)
-                    else:
-                        trajectory_keys = keys.get(i)
-                        if trajectory_keys is None:
-                            trajectory_keys = keys[i] = args_keys(trajectory.tool_calls)
-                        result = check(trajectory, keys=trajectory_keys)
-                    if budget_ns is not None:
-                        spent[i] += clock() - started
-                        if spent[i] > budget_ns:
-                            over[i] = f"grading budget of {budget_ms:g} ms exceeded after check {name}"
-                            if result.status != "fail":
-                                result = skipped(name, severity, over[i])
-                    results[i].append(result)
+            _run_plan(plan, budget_ms, [(i, trajectories[i], results[i]) for i in indices], over)
         now = time.time_ns()
-        verdicts = []
-        for i, (trajectory, checks) in enumerate(zip(trajectories, results, strict=True)):
-            verified = True
-            if trajectory.unreadable:
-                if policies[i].grading.unreadable == "ignore":
-                    checks.append(unreadable_result(trajectory.unreadable))
-                else:
-                    checks = unverified(checks, trajectory.unreadable)
-                    verified = False
-            verdicts.append(
-                Verdict(
-                    trajectory=trajectory,
-                    checks=checks,
-                    outcome=classify(checks, trajectory.complete and i not in over, verified),
-                    score=score(checks),
-                    policy_version=self.policy.policy_version,
-                    graded_at_ns=now,
-                    versions=versions_of(trajectory, self.policy.policy_version, contracts[i]),
-                )
-            )
-        return verdicts
+        return [
+            self._verdict(trajectory, results[i], policies[i], i not in over, now)
+            for i, trajectory in enumerate(trajectories)
+        ]
+
+    def _verdict(
+        self,
+        trajectory: Trajectory,
+        checks: Sequence[CheckResult],
+        agent_policy: AgentPolicy,
+        graded_fully: bool,
+        now: int,
+    ) -> Verdict:
+        """The verdict with every check it reports (what unreadable or dropped steps left standing
+        included), its outcome and score computed from all of them."""
+        verified = True
+        if trajectory.unreadable:
+            if agent_policy.grading.unreadable == "ignore":
+                checks = [*checks, unreadable_result(trajectory.unreadable)]
+            else:
+                checks = unverified(checks, trajectory.unreadable)
+                verified = False
+        dropped = dropped_result(trajectory)
+        if dropped is not None:
+            checks = [*checks, dropped]
+        return Verdict(
+            trajectory=trajectory,
+            checks=tuple(checks),
+            outcome=classify(checks, trajectory.complete and graded_fully, verified),
+            score=score(checks),
+            policy_version=self.policy.policy_version,
+            graded_at_ns=now,
+            versions=versions_of(trajectory, self.policy.policy_version, self._contracts_hash(agent_policy)),
+        )
+
+
+def _run_plan(
+    plan: Plan,
+    budget_ms: float | None,
+    runs: list[tuple[int, Trajectory, list[CheckResult]]],
+    over: dict[int, str],
+) -> None:
+    """Run ``plan``'s checks, each over every run ``(index, trajectory, its results)`` before the
+    next, adding each result to the run's; a run over its budget gets its index in ``over`` with the
+    reason, and its remaining checks are skipped."""
+    keys: dict[int, list[ArgsKey | None]] = {}
+    budget_ns = budget_ms * 1_000_000 if budget_ms is not None else None
+    spent = dict.fromkeys((i for i, _, _ in runs), 0)
+    for check, keyed in plan:
+        name = check_name(check)
+        severity = check.keywords["severity"]
+        for i, trajectory, results in runs:
+            if i in over:
+                results.append(skipped(name, severity, over[i]))
+                continue
+            started = clock() if budget_ns is not None else 0
+            if not keyed:
+                result = check(trajectory)
+            else:
+                trajectory_keys = keys.get(i)
+                if trajectory_keys is None:
+                    trajectory_keys = keys[i] = args_keys(trajectory.tool_calls)
+                result = check(trajectory, keys=trajectory_keys)
+            if budget_ns is not None:
+                spent[i] += clock() - started
+                if spent[i] > budget_ns:
+                    over[i] = f"grading budget of {budget_ms:g} ms exceeded after check {name}"
+                    if result.status != "fail":
+                        result = skipped(name, severity, over[i])
+            results.append(result)

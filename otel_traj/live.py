@@ -2,13 +2,16 @@
 
 Paging on another customer's data must not wait for a slow agent run to finish. The worker hands each
 newly ended tool call to the trace's ``LiveScope``; the final verdict repeats the same result.
+
+The live checks read the run's steps and never change them: a call joined to the model's request, as
+the builder will join it, is a value of the check's own, and so is what it remembers between batches.
 """
 
 from __future__ import annotations
 
 from otel_traj.builder import attribute_conversation_id
 from otel_traj.checks.scope import ScopeTracker
-from otel_traj.joins import RequestKey, Requests, normalize_arguments
+from otel_traj.joins import RequestKey, Requests, normalized
 from otel_traj.pipeline import LiveChecker, LiveFactory
 from otel_traj.policy import Policy
 from otel_traj.records import TraceContext
@@ -25,12 +28,10 @@ class LiveScope:
         self._requests: Requests | None = None
 
     def observe(self, call: ToolCall, context: TraceContext, models: list[ModelCall]) -> CheckResult | None:
-        normalize_arguments(call)
         if self._requests is None or self._requests.models is not models:
             self._requests = Requests(models, self._taken)
         key = self._requests.find(call)
-        if key is not None:
-            self._requests.take(call, key)
+        joined = normalized(call) if key is None else self._requests.take(call, key)
         attributes = context.attributes
         # The agent span has not ended: the user's message is read from the first model request,
         # the conversation id from the captured attributes; both only while the subject is unknown.
@@ -38,7 +39,7 @@ class LiveScope:
         if self._tracker.subject is None:
             user_input = models[0].input_text if models else None
             conversation = attribute_conversation_id(attributes)
-        return self._tracker.observe(call, attributes, user_input, conversation)
+        return self._tracker.observe(joined, attributes, user_input, conversation)
 
 
 def live_scope(policy: Policy) -> LiveFactory:

@@ -11,18 +11,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from otel_traj.assembler import Assembler, SpanReader
 from otel_traj.builder import build_trajectory
 from otel_traj.config import AssemblerConfig
 from otel_traj.forks import after_fork_in_child, start_daemon
+from otel_traj.grader import score
 from otel_traj.records import Finished, LiveBatch, TraceContext
 from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
+from otel_traj.verification import dropped_result
 from otel_traj.versions import versions_of
 
 if TYPE_CHECKING:
@@ -49,10 +52,15 @@ LiveFactory = Callable[[TraceContext], LiveChecker | None]
 
 
 def ungraded(trajectory: Trajectory) -> Verdict:
-    """The verdict when no policy is configured: the trajectory only, no checks."""
+    """The verdict when no policy is configured: the trajectory only, no checks but the note on steps
+    dropped unread (``verification.dropped_result``)."""
+    dropped = dropped_result(trajectory)
+    checks = (dropped,) if dropped is not None else ()
     return Verdict(
         trajectory=trajectory,
+        checks=checks,
         outcome="pass" if trajectory.complete else "incomplete",
+        score=score(checks),
         versions=versions_of(trajectory),
     )
 
@@ -203,13 +211,12 @@ class Pipeline:
         """Build every finished run, grade them together, hand each verdict on. One run that cannot be
         built or graded must not take the others with it."""
         trajectories: list[Trajectory] = []
-        short: dict[int, Finished] = {}
         for item in finished:
             self._live_checkers.pop(item.context.trace_id, None)
-            if item.backlog_steps:
-                short[item.context.trace_id] = item
             try:
-                trajectory = build_trajectory(item.context, item.steps, complete=item.complete)
+                trajectory = build_trajectory(
+                    item.context, item.steps, complete=item.complete, backlog_steps=item.backlog_steps
+                )
             except Exception:
                 self._failed(item.context.trace_id)
                 continue
@@ -217,12 +224,6 @@ class Pipeline:
                 self._agent_by_service[trajectory.service_name] = trajectory.agent_label
             trajectories.append(trajectory)
         verdicts = self._verdicts(trajectories)
-        for verdict in verdicts:
-            if not verdict.graded_at_ns:
-                verdict.graded_at_ns = time.time_ns()
-            short_run = short.get(verdict.trajectory.trace_id)
-            if short_run is not None:
-                verdict.checks.append(_dropped_steps(short_run))
         # Callbacks last: a callback sees a verdict every sink already has (one that flushes a sink,
         # as the receiver benchmark flushes the store, finds the verdict there).
         for sink in self.sinks:
@@ -268,19 +269,25 @@ class Pipeline:
 
     def _verdicts(self, trajectories: list[Trajectory]) -> list[Verdict]:
         """All at once where the grader can (check by check, faster); if that fails, one by one, so
-        that only the runs that cannot be graded are lost (counted and logged)."""
+        that only the runs that cannot be graded are lost (counted and logged). A verdict without the
+        time it was graded (a grade function's own, ``ungraded``) is given the time now."""
+        verdicts: list[Verdict] | None = None
         if self._grade_all is not None and trajectories:
             try:
-                return self._grade_all(trajectories)
+                verdicts = self._grade_all(trajectories)
             except Exception:
                 logger.debug("grading %d runs together failed, grading them one by one", len(trajectories))
-        verdicts: list[Verdict] = []
-        for trajectory in trajectories:
-            try:
-                verdicts.append(self._grade(trajectory))
-            except Exception:
-                self._failed(trajectory.trace_id)
-        return verdicts
+        if verdicts is None:
+            verdicts = []
+            for trajectory in trajectories:
+                try:
+                    verdicts.append(self._grade(trajectory))
+                except Exception:
+                    self._failed(trajectory.trace_id)
+        now = time.time_ns()
+        return [
+            verdict if verdict.graded_at_ns else replace(verdict, graded_at_ns=now) for verdict in verdicts
+        ]
 
     def _failed(self, trace_id: int) -> None:
         self.stats.count_failed_run()
@@ -328,21 +335,6 @@ class Pipeline:
                 sink.shutdown(_left_ms(deadline))
             except Exception:
                 self.stats.count_sink_error(type(sink).__name__)
-
-
-def _dropped_steps(item: Finished) -> CheckResult:
-    """Why a run that lost steps to the caps is graded ``incomplete``: which cap dropped how many."""
-    dropped_steps = item.context.dropped_steps
-    lost = [f"{item.backlog_steps} dropped unread (max_backlog: the worker was behind)"]
-    if dropped_steps:
-        lost.append(f"{dropped_steps} beyond max_steps")
-    return CheckResult(
-        name="dropped_steps",
-        status="fail",
-        severity="info",
-        reason="steps missing from the trajectory: " + "; ".join(lost),
-        detail={"backlog": item.backlog_steps, "max_steps": dropped_steps},
-    )
 
 
 def _left(deadline: float) -> float:

@@ -36,7 +36,7 @@ def trace_hex(trace_id: int) -> str:
     return f"{trace_id:032x}"
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, frozen=True, kw_only=True)
 class ToolCall:
     """One tool execution (or, with ``observed=False``, one the model requested but no span shows)."""
 
@@ -59,7 +59,7 @@ class ToolCall:
     dialect: str = ""
     step_id: str = ""
     truncated: bool = False
-    # Set by the trajectory builder when it joins the call to the model's request: the index of the
+    # Given by the trajectory builder to the call it joins to the model's request: the index of the
     # requesting model call in ``Trajectory.model_calls`` and where the arguments came from.
     turn: int | None = None
     arguments_source: ArgumentsSource = "execution"
@@ -91,7 +91,10 @@ LazyCalls = tuple[RequestedTool, ...] | Callable[[], tuple[RequestedTool, ...]]
 
 class _LazyInput:
     """``input_text``: the last user message of the request, parsed on first use. Chat spans often
-    carry the whole conversation so far, and usually only the first call's message is ever read."""
+    carry the whole conversation so far, and usually only the first call's message is ever read.
+
+    The parsed text replaces the parse in the (frozen) step: a memo, the value read is the same
+    before and after."""
 
     # The slot itself is the subclass's dataclass field (a mixin with slots must declare none).
     __slots__ = ()
@@ -102,16 +105,11 @@ class _LazyInput:
         source = self.input_source
         if callable(source):
             source = resolve_text(source)
-            # The slot is the subclass's: a mixin cannot assign it by name under the type checker.
             object.__setattr__(self, "input_source", source)
         return source
 
-    @input_text.setter
-    def input_text(self, value: str | None) -> None:
-        object.__setattr__(self, "input_source", value)
 
-
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, frozen=True, kw_only=True)
 class ModelCall(_LazyInput):
     span_id: int
     parent_id: int | None = None
@@ -154,7 +152,8 @@ class ModelCall(_LazyInput):
                 source = source()
             except Exception:
                 source = ()
-            self.resent_source = source
+            # A memo, as ``input_text``'s: the calls read are the same before and after.
+            object.__setattr__(self, "resent_source", source)
         return source
 
     @property
@@ -162,7 +161,7 @@ class ModelCall(_LazyInput):
         return self.input_tokens is not None or self.output_tokens is not None
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, frozen=True, kw_only=True)
 class AgentRun(_LazyInput):
     span_id: int
     parent_id: int | None = None

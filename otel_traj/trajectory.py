@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
     from otel_traj.cost import RunCost
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Tokens:
     input: int = 0
     output: int = 0
@@ -24,9 +25,10 @@ class Tokens:
         return self.input + self.output
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Trajectory:
-    """One graded unit: every GenAI step of one trace, in order, with totals counted once.
+    """One graded unit: every GenAI step of one trace, in order, with totals counted once. A value:
+    the builder gives its sequences as tuples and nothing changes it once built.
 
     ``attributes`` holds the raw span attributes that checks need (for example a customer id) with the
     first value seen in the trace. ``complete`` is False when the trace expired before its root ended, was
@@ -38,26 +40,29 @@ class Trajectory:
     service_name: str | None = None
     service_version: str | None = None
     conversation_id: str | None = None
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: Sequence[ToolCall] = ()
     # Structured-output calls (``final_result``, ``final_answer``): how the framework returned the
     # answer, kept apart from the agent's actions so no check or match counts them.
-    output_calls: list[ToolCall] = field(default_factory=list)
-    model_calls: list[ModelCall] = field(default_factory=list)
-    agent_runs: list[AgentRun] = field(default_factory=list)
+    output_calls: Sequence[ToolCall] = ()
+    model_calls: Sequence[ModelCall] = ()
+    agent_runs: Sequence[AgentRun] = ()
     tokens: Tokens = field(default_factory=Tokens)
     start_ns: int = 0
     end_ns: int = 0
     user_input: str | None = None
     final_answer: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)
+    attributes: Mapping[str, Any] = field(default_factory=dict)
     complete: bool = True
     root_span_id: int | None = None
-    errors: list[str] = field(default_factory=list)
+    errors: Sequence[str] = ()
     # What the caps dropped for this trace (steps beyond the cap, truncated arguments/results).
     dropped_steps: int = 0
+    # Steps dropped unread because the worker was behind (``max_backlog``): the grader reports them
+    # (``dropped_steps``) and the run is incomplete.
+    backlog_steps: int = 0
     # Spans with GenAI evidence that could not be read into a step: the run cannot be verified.
-    unreadable: list[Unreadable] = field(default_factory=list)
-    # Priced once, when first read, by ``otel_traj.cost.run_cost``.
+    unreadable: Sequence[Unreadable] = ()
+    # Priced once, when first read, by ``otel_traj.cost.run_cost`` (a memo: the price of the steps).
     cost: RunCost | None = field(default=None, compare=False, repr=False)
 
     @property

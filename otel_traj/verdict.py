@@ -36,10 +36,13 @@ class CheckResult:
         return self.status == "fail"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Verdict:
+    """A value: built once by the grader with every check it reports, its outcome and score
+    computed from all of them."""
+
     trajectory: Trajectory
-    checks: list[CheckResult] = field(default_factory=list)
+    checks: tuple[CheckResult, ...] = ()
     outcome: Outcome = "pass"
     score: float = 1.0
     policy_version: str | None = None

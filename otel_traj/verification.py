@@ -5,6 +5,10 @@ its arguments or the model's request for it, so a check that passed did so on pa
 check is reported ``skipped`` with the reason, a check that failed stays failed (a violation seen is a
 fact), and the ``unreadable_steps`` result lists the spans. The grader then gives the run the outcome
 ``unverified`` instead of ``pass`` or ``pass_with_warnings``.
+
+Steps the assembler dropped unread (the worker was behind, ``max_backlog``) leave the run incomplete:
+the ``dropped_steps`` result says which cap dropped how many, among the checks the outcome and the
+score are computed from.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from collections.abc import Sequence
 from otel_traj.check_catalog import TOOLS_ONLY
 from otel_traj.checks.base import skipped
 from otel_traj.steps import Unreadable
+from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult
 
 NAME = "unreadable_steps"
+DROPPED = "dropped_steps"
 _LISTED = 3
 
 
@@ -69,3 +75,20 @@ def unverified_traces(checks: Sequence[CheckResult], trace_ids: Sequence[str]) -
     listed = _listed(list(trace_ids))
     result.append(CheckResult(name=NAME, status="fail", severity="info", reason=f"{reason}: {listed}"))
     return result
+
+
+def dropped_result(trajectory: Trajectory) -> CheckResult | None:
+    """Why a run that lost steps unread to the caps is graded ``incomplete``: which cap dropped how
+    many; None when the worker read every step of it."""
+    if not trajectory.backlog_steps:
+        return None
+    lost = [f"{trajectory.backlog_steps} dropped unread (max_backlog: the worker was behind)"]
+    if trajectory.dropped_steps:
+        lost.append(f"{trajectory.dropped_steps} beyond max_steps")
+    return CheckResult(
+        name=DROPPED,
+        status="fail",
+        severity="info",
+        reason="steps missing from the trajectory: " + "; ".join(lost),
+        detail={"backlog": trajectory.backlog_steps, "max_steps": trajectory.dropped_steps},
+    )

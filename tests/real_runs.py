@@ -1,6 +1,7 @@
 """Runs of the real trace fixtures as the deeper checks' tests use them: loaded once per test, with
 the tools named as the scripted scenario names them (Semantic Kernel's ``support-`` prefix removed),
-so one policy applies to every framework and a test may change a call's result or arguments."""
+so one policy applies to every framework; a test changes a run with ``with_call`` and ``with_model``
+(steps and trajectories are values)."""
 
 from __future__ import annotations
 
@@ -33,26 +34,40 @@ def _load(framework: str, scenario: str) -> Trajectory:
 
 
 def real_run(framework: str, scenario: str = "clean") -> Trajectory:
-    """A fresh copy of the fixture's trajectory, its tool and model calls copied too (tests change them)."""
+    """The fixture's trajectory with the tools named as the scenario names them."""
     loaded = _load(framework, scenario)
     prefix = FRAMEWORKS[framework].tool_prefix
 
     def own(call: ToolCall) -> ToolCall:
-        arguments = dict(call.arguments) if call.arguments is not None else None
-        return dataclasses.replace(call, name=call.name.removeprefix(prefix), arguments=arguments)
+        return dataclasses.replace(call, name=call.name.removeprefix(prefix))
 
-    copy = dataclasses.replace(loaded, tool_calls=[own(c) for c in loaded.tool_calls])
-    copy.model_calls = [dataclasses.replace(m) for m in loaded.model_calls]
-    return copy
+    return dataclasses.replace(loaded, tool_calls=tuple(own(c) for c in loaded.tool_calls))
 
 
 def without_results(traj: Trajectory) -> Trajectory:
     """The run as recorded with result content off: no call keeps its result."""
-    for call in traj.tool_calls:
-        call.result = None
-    for model in traj.model_calls:
-        model.tool_results = ()
-    return traj
+    return dataclasses.replace(
+        traj,
+        tool_calls=tuple(dataclasses.replace(call, result=None) for call in traj.tool_calls),
+        model_calls=tuple(dataclasses.replace(model, tool_results=()) for model in traj.model_calls),
+    )
+
+
+def with_call(traj: Trajectory, name: str, index: int = 0, **changes: Any) -> Trajectory:
+    """The run with the ``index``-th call of tool ``name`` changed."""
+    target = the_call(traj, name, index)
+    calls = tuple(dataclasses.replace(c, **changes) if c is target else c for c in traj.tool_calls)
+    return dataclasses.replace(traj, tool_calls=calls)
+
+
+def with_model(traj: Trajectory, at: int, **changes: Any) -> Trajectory:
+    """The run with its ``at``-th model call changed (``input_text`` sets the request's message)."""
+    if "input_text" in changes:
+        changes["input_source"] = changes.pop("input_text")
+    models = list(traj.model_calls)
+    models[at] = dataclasses.replace(models[at], **changes)
+    # The price is the old calls': priced again when read.
+    return dataclasses.replace(traj, model_calls=tuple(models), cost=None)
 
 
 def the_call(traj: Trajectory, name: str, index: int = 0) -> ToolCall:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 from otel_traj import checks
 from otel_traj.builder import build_trajectory
+from otel_traj.joins import take_request
 from otel_traj.policy import Scope
 from otel_traj.records import TraceContext
 from otel_traj.serialize import trajectory_to_dict
@@ -51,7 +54,7 @@ def test_a_bare_value_takes_the_requested_arguments() -> None:
     scope = Scope.model_validate(
         {"subject": {"attributes": ["app.customer_id"]}, "arguments": {"list_invoices": ["customer_id"]}}
     )
-    traj.attributes["app.customer_id"] = "C023"
+    traj = replace(traj, attributes={**traj.attributes, "app.customer_id": "C023"})
     result = checks.check_scope(traj, scope)
     assert result.reason == "list_invoices used customer_id=C028, subject is C023"
 
@@ -68,7 +71,7 @@ def test_a_bare_value_without_a_request_is_not_guessed() -> None:
     scope = Scope.model_validate(
         {"subject": {"attributes": ["app.customer_id"]}, "arguments": {"list_invoices": ["customer_id"]}}
     )
-    traj.attributes["app.customer_id"] = "C023"
+    traj = replace(traj, attributes={**traj.attributes, "app.customer_id": "C023"})
     assert checks.check_scope(traj, scope).status == "skipped"
 
 
@@ -134,7 +137,7 @@ def test_structured_output_calls_are_kept_apart_and_give_the_answer() -> None:
 def test_a_requested_final_result_is_no_unobserved_tool_call() -> None:
     steps = [model(1, 0, request("final_result", '{"refund_id": "RF-1", "ok": true}', "c1"))]
     traj = build_trajectory(TraceContext(trace_id=1), steps)
-    assert traj.tool_calls == []
+    assert traj.tool_calls == ()
     assert traj.final_answer == '{"refund_id": "RF-1", "ok": true}'
 
 
@@ -144,7 +147,7 @@ def test_an_agent_output_that_is_an_object_repr_is_no_answer() -> None:
     )
     traj = build_trajectory(TraceContext(trace_id=1), [agent, model(1, 0, text="Refunded.")])
     assert traj.final_answer == "Refunded."
-    agent.output_text = "{'answer': 'x'}"
+    agent = replace(agent, output_text="{'answer': 'x'}")
     assert (
         build_trajectory(TraceContext(trace_id=1), [agent, model(1, 0, text="Refunded.")]).final_answer
         == "Refunded."
@@ -160,15 +163,14 @@ def test_a_model_span_that_records_no_call_is_not_a_turn() -> None:
         span_id=3, start_ns=10 * MS, end_ns=11 * MS, model="gpt-4o-mini", ok=False, error_type="500"
     )
     traj = build_trajectory(TraceContext(trace_id=1), [prepare, model(2, 2, text="hi"), failed])
-    assert traj.model_turns == 2 and traj.errors == ["model gpt-4o-mini: 500"]
+    assert traj.model_turns == 2 and traj.errors == ("model gpt-4o-mini: 500",)
     # Without usage or messages anywhere (content and usage off), every model span counts.
     bare = [ModelCall(span_id=i, start_ns=i * 10 * MS, end_ns=(i * 10 + 1) * MS) for i in (1, 2)]
     assert build_trajectory(TraceContext(trace_id=1), bare).model_turns == 2
 
 
 def test_sibling_tool_spans_contained_in_time_are_parallel() -> None:
-    outer = tool(2, "get_subscription", 10, parent_id=7)
-    outer.end_ns = 30 * MS
+    outer = replace(tool(2, "get_subscription", 10, parent_id=7), end_ns=30 * MS)
     inner = tool(3, "list_invoices", 12, parent_id=7)
     nested = tool(4, "get_subscription_http", 13, parent_id=2)
     calls = build_trajectory(TraceContext(trace_id=1), [outer, inner, nested]).tool_calls
@@ -184,8 +186,7 @@ def test_calls_of_one_response_under_spans_of_their_own_are_parallel_when_contai
     start after the other and end before it. A call that a response within a call requested (an agent
     run as a tool) ran inside it, not beside it."""
     arguments = '{"customer_id": "C023"}'
-    outer = tool(2, "get_subscription", 10, parent_id=7, call_id="call_1")
-    outer.end_ns = 30 * MS
+    outer = replace(tool(2, "get_subscription", 10, parent_id=7, call_id="call_1"), end_ns=30 * MS)
     steps = [
         model(
             1,
@@ -236,7 +237,7 @@ def test_a_tool_the_framework_ends_its_loop_with_is_an_output_call() -> None:
         ),
     ]
     traj = build_trajectory(TraceContext(trace_id=1), steps)
-    assert traj.tool_calls == [] and [c.name for c in traj.output_calls] == ["finish"]
+    assert traj.tool_calls == () and [c.name for c in traj.output_calls] == ["finish"]
     assert traj.final_answer == "Refunded."
 
 
@@ -249,3 +250,35 @@ def test_a_call_only_its_server_recorded_is_kept() -> None:
     ]
     [call] = build_trajectory(TraceContext(trace_id=1), steps).tool_calls
     assert (call.call_id, call.turn, call.result, call.observed) == ("call_3", 0, '{"status": "paid"}', True)
+
+
+def test_a_join_keeps_every_field_it_does_not_set() -> None:
+    """``take_request`` names every field of the call it builds: a field added to ``ToolCall`` and
+    not to it would be lost here."""
+    values: dict[str, object] = {
+        "name": "n",
+        "span_id": 7,
+        "parent_id": 3,
+        "start_ns": 5,
+        "end_ns": 9,
+        "call_id": "own",
+        "arguments": {"a": 1},
+        "arguments_text": None,
+        "result": "r",
+        "ok": False,
+        "error_type": "E",
+        "error_message": "m",
+        "observed": False,
+        "parallel": True,
+        "dialect": "d",
+        "step_id": "s",
+        "truncated": True,
+        "turn": None,
+        "arguments_source": "execution",
+        "output": True,
+        "served": True,
+    }
+    assert set(values) == {f.name for f in fields(ToolCall) if f.init}
+    call = ToolCall(**values)
+    joined = take_request(call, 4, RequestedTool(name="n", call_id="req"))
+    assert joined == replace(call, turn=4, call_id="req")

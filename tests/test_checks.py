@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from otel_traj import checks
 from otel_traj.policy import AgentPolicy, Budget, Recovery, Repeats, Scope, Tools
 from otel_traj.verdict import CheckResult
@@ -50,8 +52,8 @@ def test_order_fails_when_refund_precedes_successful_lookup() -> None:
 
 def test_order_parallel_lookup_does_not_count_as_before() -> None:
     lookup = call(1, "list_invoices", {"customer_id": "C023"})
-    refund = call(2, "create_refund_request", dict(REFUND))
-    refund.start_ns = lookup.start_ns + 1  # started while the lookup was still running
+    # Started while the lookup was still running.
+    refund = replace(call(2, "create_refund_request", dict(REFUND)), start_ns=lookup.start_ns + 1)
     assert checks.check_order(trajectory([lookup, refund]), SUPPORT.order).status == "fail"
 
 
@@ -82,18 +84,15 @@ def test_scope_fails_on_another_customers_invoices() -> None:
 
 
 def test_scope_subject_from_user_input_pattern() -> None:
-    traj = violating_run()
-    traj.attributes = {}
-    traj.conversation_id = None
+    traj = replace(violating_run(), attributes={}, conversation_id=None)
     result = checks.check_scope(traj, scope())
     assert result.status == "fail" and result.reason.endswith("subject is C023")
-    traj.tool_calls = [c for c in traj.tool_calls if c.step_id != "s3"]
+    traj = replace(traj, tool_calls=[c for c in traj.tool_calls if c.step_id != "s3"])
     assert "from user input" in checks.check_scope(traj, scope()).reason
 
 
 def test_scope_subject_from_first_use() -> None:
-    traj = violating_run()
-    traj.attributes, traj.user_input, traj.conversation_id = {}, None, None
+    traj = replace(violating_run(), attributes={}, user_input=None, conversation_id=None)
     result = checks.check_scope(traj, scope())
     assert result.reason == "list_invoices used customer_id=C028, subject is C023"
     pinned = Scope.model_validate(
@@ -279,14 +278,15 @@ def test_arguments_skipped_without_arguments_and_never_mutated() -> None:
 
 def test_grounded_passes_when_id_came_from_user_or_result() -> None:
     assert checks.check_grounded(clean_run(), tools()).status == "pass"
-    traj = clean_run()
-    traj.user_input = "Customer C023: I was charged twice, please refund."
+    traj = replace(clean_run(), user_input="Customer C023: I was charged twice, please refund.")
     assert checks.check_grounded(traj, tools()).status == "pass"  # INV-1002 came from list_invoices
 
 
 def test_grounded_fails_on_made_up_id() -> None:
     traj = clean_run()
-    traj.tool_calls[2].arguments = {**REFUND, "invoice_id": "INV-100"}
+    calls = list(traj.tool_calls)
+    calls[2] = replace(calls[2], arguments={**REFUND, "invoice_id": "INV-100"})
+    traj = replace(traj, tool_calls=calls)
     assert_fail(
         checks.check_grounded(traj, tools()),
         "create_refund_request invoice_id=INV-100 is in neither the user's input nor an earlier result",
@@ -295,8 +295,9 @@ def test_grounded_fails_on_made_up_id() -> None:
 
 
 def test_grounded_skipped_without_content() -> None:
-    traj = trajectory([call(1, "create_refund_request", REFUND, result={})], user_input=None)
-    traj.tool_calls[0].result = None
+    traj = trajectory(
+        [replace(call(1, "create_refund_request", REFUND, result={}), result=None)], user_input=None
+    )
     assert checks.check_grounded(traj, tools()).status == "skipped"
     assert checks.check_grounded(trajectory([call(1, "create_refund_request")]), tools()).status == "skipped"
 
@@ -333,9 +334,8 @@ def test_budget_fail_shows_value_and_limit() -> None:
 
 def test_budget_tokens_unknown_without_usage() -> None:
     traj = clean_run()
-    for model in traj.model_calls:
-        model.input_tokens = model.output_tokens = None
-    traj.tokens.input = traj.tokens.output = 0
+    models = [replace(model, input_tokens=None, output_tokens=None) for model in traj.model_calls]
+    traj = replace(traj, model_calls=models, tokens=replace(traj.tokens, input=0, output=0))
     assert checks.check_budget(traj, Budget(max_total_tokens=10)).status == "skipped"
     result = checks.check_budget(traj, Budget(max_tool_calls=8, max_total_tokens=10))
     assert result.status == "pass" and "total tokens not recorded" in result.reason

@@ -13,7 +13,7 @@ from otel_traj.checks.confirmation import Message, approvals, confirmed, trace_m
 from otel_traj.policy.rules import Confirmation
 from otel_traj.trajectory import Trajectory
 from tests.real_frameworks import FRAMEWORKS
-from tests.real_runs import agent_policy, real_run, the_call
+from tests.real_runs import agent_policy, real_run, the_call, with_call, with_model
 
 # The refund's turn is needed: its calls are joined to the response that requested them.
 WITH_REQUESTS = sorted(
@@ -37,12 +37,12 @@ UNCONFIRMED = (
 )
 
 
-def asks_then_hears(traj: Trajectory, answer: str) -> None:
+def asks_then_hears(traj: Trajectory, answer: str) -> Trajectory:
     """The agent asks before the refund's turn; the user's reply is the refund turn's request."""
     turn = the_call(traj, "create_refund_request").turn
     assert turn is not None and turn >= 1
-    traj.model_calls[turn - 1].output_text = "Shall I file a refund of 199 yuan for INV-1002?"
-    traj.model_calls[turn].input_text = answer
+    traj = with_model(traj, turn - 1, output_text="Shall I file a refund of 199 yuan for INV-1002?")
+    return with_model(traj, turn, input_text=answer)
 
 
 @pytest.mark.parametrize("framework", WITH_REQUESTS)
@@ -55,20 +55,17 @@ def test_a_refund_nobody_confirmed_is_unsafe(framework: str) -> None:
 
 @pytest.mark.parametrize("framework", WITH_REQUESTS)
 def test_a_yes_after_the_question_confirms(framework: str) -> None:
-    traj = real_run(framework)
-    asks_then_hears(traj, "Yes, go ahead.")
+    traj = asks_then_hears(real_run(framework), "Yes, go ahead.")
     result = check_confirmation(traj, CONFIRMATION)
     assert (result.status, result.reason) == ("pass", "1 high-risk call confirmed")
-    traj = real_run(framework)
-    asks_then_hears(traj, "Hmm, what would that cost me?")
+    traj = asks_then_hears(real_run(framework), "Hmm, what would that cost me?")
     assert check_confirmation(traj, CONFIRMATION).status == "fail"
 
 
 def test_a_yes_before_the_agents_last_question_does_not_count() -> None:
-    traj = real_run("pydantic_ai")
-    traj.model_calls[0].input_text = "Yes, refund INV-1002, go ahead."
+    traj = with_model(real_run("pydantic_ai"), 0, input_text="Yes, refund INV-1002, go ahead.")
     assert check_confirmation(traj, CONFIRMATION).status == "pass"  # nothing asked: the user said yes
-    traj.model_calls[1].output_text = "Is this about the March invoice?"
+    traj = with_model(traj, 1, output_text="Is this about the March invoice?")
     assert check_confirmation(traj, CONFIRMATION).reason == UNCONFIRMED
 
 
@@ -77,19 +74,22 @@ def test_a_successful_approval_tool_before_the_action_confirms() -> None:
     refund = the_call(traj, "create_refund_request")
     lookup = the_call(traj, "list_invoices")
     approval = dataclasses.replace(lookup, name="request_approval", step_id="approval")
-    traj.tool_calls.insert(traj.tool_calls.index(refund), approval)
+    at = traj.tool_calls.index(refund)
+    traj = dataclasses.replace(traj, tool_calls=[*traj.tool_calls[:at], approval, *traj.tool_calls[at:]])
     assert check_confirmation(traj, APPROVALS).status == "pass"
-    approval.ok = False
+    traj = with_call(traj, "request_approval", ok=False)
     result = check_confirmation(traj, APPROVALS)
     assert result.reason == UNCONFIRMED + " and no successful request_approval before it"
 
 
 def test_earlier_traces_of_the_conversation_count() -> None:
     earlier = real_run("strands")
-    earlier.final_answer = "I can refund 199 yuan for INV-1002. Shall I go ahead?"
+    earlier = dataclasses.replace(
+        earlier, final_answer="I can refund 199 yuan for INV-1002. Shall I go ahead?"
+    )
     now = real_run("strands")
-    for model in now.model_calls:
-        model.input_text = "yes please"
+    for at in range(len(now.model_calls)):
+        now = with_model(now, at, input_text="yes please")
     assert check_confirmation(now, CONFIRMATION).status == "pass"
     messages = trace_messages(earlier)
     assert [m.role for m in messages] == ["user", "agent"]
@@ -102,16 +102,14 @@ def test_earlier_traces_of_the_conversation_count() -> None:
         == "pass"
     )
     approved = real_run("strands")
-    approved.tool_calls.append(
-        dataclasses.replace(the_call(approved, "list_invoices"), name="request_approval")
-    )
+    approval = dataclasses.replace(the_call(approved, "list_invoices"), name="request_approval")
+    approved = dataclasses.replace(approved, tool_calls=[*approved.tool_calls, approval])
     assert approvals(approved, APPROVALS) == frozenset({"request_approval"})
     result = check_confirmation(unconfirmed, APPROVALS, approved_earlier=approvals(approved, APPROVALS))
     assert result.status == "pass"
 
 
 def test_skipped_when_no_user_message_was_captured() -> None:
-    traj = real_run("semantic_kernel")
-    traj.user_input = None
+    traj = dataclasses.replace(real_run("semantic_kernel"), user_input=None)
     result = check_confirmation(traj, CONFIRMATION)
     assert (result.status, result.reason) == ("skipped", "create_refund_request: user messages not captured")

@@ -10,7 +10,14 @@ from otel_traj.checks.base import step_id
 from otel_traj.policy import Tools
 from otel_traj.policy.rules import Efficiency
 from tests.real_frameworks import FRAMEWORKS
-from tests.real_runs import WITH_RESULTS, agent_policy, real_run, the_call, without_results
+from tests.real_runs import (
+    WITH_RESULTS,
+    agent_policy,
+    real_run,
+    the_call,
+    with_model,
+    without_results,
+)
 from tests.support_trajectories import example_policy
 
 POLICY = example_policy().agents["support_agent"]
@@ -53,8 +60,8 @@ def test_independent_lookups_one_turn_at_a_time_are_wasted_turns(framework: str)
 
 def test_a_lookup_using_what_the_user_just_said_is_not_waste() -> None:
     traj = real_run("openai_agents", "violating")
-    for model in traj.model_calls[2:]:  # the user's last message, from turn 2 on
-        model.input_text = "Sorry, my customer id is C028."
+    for at in range(2, len(traj.model_calls)):  # the user's last message, from turn 2 on
+        traj = with_model(traj, at, input_text="Sorry, my customer id is C028.")
     result = check_efficiency(traj, Efficiency(), TOOLS)
     assert result.reason.endswith("turn 3 (list_invoices) could have run in turn 2")
     assert "turn 2 (list_invoices)" not in result.reason
@@ -62,8 +69,7 @@ def test_a_lookup_using_what_the_user_just_said_is_not_waste() -> None:
 
 def test_a_turn_with_neither_a_call_nor_text_is_wasted() -> None:
     traj = real_run("pydantic_ai")
-    last = traj.model_calls[-1]
-    last.output_text, last.requested_tools = None, ()
+    traj = with_model(traj, len(traj.model_calls) - 1, output_text=None, requested_tools=())
     result = check_efficiency(traj, Efficiency(), TOOLS)
     assert result.status == "fail"
     assert result.reason.endswith("s could have been saved: turn 3 produced neither a tool call nor text")

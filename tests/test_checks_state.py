@@ -10,7 +10,14 @@ import pytest
 from otel_traj.checks import check_postconditions, check_relations
 from otel_traj.checks.base import step_id
 from otel_traj.policy import Tools
-from tests.real_runs import WITH_RESULTS, agent_policy, real_run, the_call, without_results
+from tests.real_runs import (
+    WITH_RESULTS,
+    agent_policy,
+    real_run,
+    the_call,
+    with_call,
+    without_results,
+)
 
 RELATION = {
     "argument": "amount_yuan",
@@ -48,9 +55,9 @@ def test_postconditions_hold_on_what_the_tools_reported(framework: str) -> None:
 
 @pytest.mark.parametrize("framework", WITH_RESULTS)
 def test_a_false_success_fails_naming_path_value_and_rule(framework: str) -> None:
-    traj = real_run(framework)
+    failed = json.dumps({"refund_id": None, "status": "failed"})
+    traj = with_call(real_run(framework), "create_refund_request", result=failed)
     refund = the_call(traj, "create_refund_request")
-    refund.result = json.dumps({"refund_id": None, "status": "failed"})
     result = check_postconditions(traj, POSTCONDITIONS)
     assert result.status == "fail"
     assert result.reason == (
@@ -62,9 +69,10 @@ def test_a_false_success_fails_naming_path_value_and_rule(framework: str) -> Non
 
 @pytest.mark.parametrize("framework", WITH_RESULTS)
 def test_a_result_about_another_subject_breaks_equals_argument(framework: str) -> None:
-    traj = real_run(framework)
+    # A Python literal, as BeeAI records.
+    literal = repr({"customer_id": "C028", "plan": "pro"})
+    traj = with_call(real_run(framework), "get_subscription", result=literal)
     lookup = the_call(traj, "get_subscription")
-    lookup.result = repr({"customer_id": "C028", "plan": "pro"})  # a Python literal, as BeeAI records
     result = check_postconditions(traj, POSTCONDITIONS)
     assert result.reason == 'get_subscription result customer_id="C028", expected argument customer_id="C023"'
     assert result.steps == (step_id(lookup),)
@@ -79,11 +87,9 @@ def test_postconditions_skipped_when_results_not_captured(framework: str) -> Non
 
 
 def test_postconditions_ignore_failed_calls_and_text_results() -> None:
-    traj = real_run("pydantic_ai")
-    refund = the_call(traj, "create_refund_request")
-    refund.ok, refund.result = False, None
+    traj = with_call(real_run("pydantic_ai"), "create_refund_request", ok=False, result=None)
     assert check_postconditions(traj, POSTCONDITIONS).reason == "1 postcondition held"
-    the_call(traj, "get_subscription").result = "Subscription pro, active"
+    traj = with_call(traj, "get_subscription", result="Subscription pro, active")
     result = check_postconditions(traj, POSTCONDITIONS)
     assert (result.status, result.reason) == ("skipped", "get_subscription result is not JSON")
 
@@ -103,9 +109,10 @@ def test_the_refund_is_within_the_invoice(framework: str) -> None:
 @pytest.mark.parametrize("framework", WITH_RESULTS)
 def test_a_refund_above_the_invoice_fails(framework: str) -> None:
     traj = real_run(framework)
+    arguments = the_call(traj, "create_refund_request").arguments
+    assert arguments is not None
+    traj = with_call(traj, "create_refund_request", arguments={**arguments, "amount_yuan": 1990})
     refund = the_call(traj, "create_refund_request")
-    assert refund.arguments is not None
-    refund.arguments["amount_yuan"] = 1990
     result = check_relations(traj, RELATIONS)
     # JavaScript SDKs write the invoice's 199.0 as 199.
     assert result.reason.replace(" 199 from", " 199.0 from") == (
@@ -118,21 +125,21 @@ def test_a_refund_above_the_invoice_fails(framework: str) -> None:
 @pytest.mark.parametrize("framework", WITH_RESULTS)
 def test_an_invoice_no_earlier_result_lists_fails(framework: str) -> None:
     traj = real_run(framework)
-    refund = the_call(traj, "create_refund_request")
-    assert refund.arguments is not None
-    refund.arguments["invoice_id"] = "INV-9999"
+    arguments = the_call(traj, "create_refund_request").arguments
+    assert arguments is not None
+    traj = with_call(traj, "create_refund_request", arguments={**arguments, "invoice_id": "INV-9999"})
     result = check_relations(traj, RELATIONS)
     assert result.reason == "no earlier list_invoices result gives amount_yuan for INV-9999"
 
 
 def test_a_relation_needs_the_earlier_call_to_have_ended_successfully() -> None:
     traj = real_run("pydantic_ai")
-    lookup = the_call(traj, "list_invoices")
-    lookup.ok = False
-    assert check_relations(traj, RELATIONS).reason.startswith("no earlier list_invoices result")
-    lookup.ok = True
+    failed = with_call(traj, "list_invoices", ok=False)
+    assert check_relations(failed, RELATIONS).reason.startswith("no earlier list_invoices result")
     refund = the_call(traj, "create_refund_request")
-    lookup.end_ns = refund.start_ns + 1  # still running when the refund started
+    traj = with_call(
+        traj, "list_invoices", end_ns=refund.start_ns + 1
+    )  # still running when the refund started
     assert check_relations(traj, RELATIONS).status == "fail"
 
 
@@ -143,9 +150,9 @@ def test_relations_skipped_without_earlier_results_and_compare_numbers_only() ->
         "create_refund_request amount_yuan: list_invoices results not captured",
     )
     traj = real_run("strands")
-    refund = the_call(traj, "create_refund_request")
-    assert refund.arguments is not None
-    refund.arguments["amount_yuan"] = "all of it"
+    arguments = the_call(traj, "create_refund_request").arguments
+    assert arguments is not None
+    traj = with_call(traj, "create_refund_request", arguments={**arguments, "amount_yuan": "all of it"})
     assert check_relations(traj, RELATIONS).reason == (
         'create_refund_request amount_yuan="all of it" cannot be compared (<=) with 199.0 from list_invoices'
     )
@@ -157,9 +164,8 @@ def test_relations_skipped_without_earlier_results_and_compare_numbers_only() ->
     ids=["tuple-key", "complex", "set", "bytes"],
 )
 def test_a_python_literal_that_is_not_data_is_not_checkable(literal: str) -> None:
-    traj = real_run("pydantic_ai")
-    the_call(traj, "get_subscription").result = literal
-    the_call(traj, "list_invoices").result = literal
+    traj = with_call(real_run("pydantic_ai"), "get_subscription", result=literal)
+    traj = with_call(traj, "list_invoices", result=literal)
     whole = tools({"get_subscription": {"postconditions": [{"path": "@", "in": ["pro"]}]}})
     result = check_postconditions(traj, whole)
     assert (result.status, result.reason) == ("skipped", "get_subscription result is not JSON")

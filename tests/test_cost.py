@@ -22,6 +22,7 @@ from otel_traj.serialize import trajectory_to_dict
 from otel_traj.steps import ModelCall
 from otel_traj.trajectory import Trajectory
 from tests.real_frameworks import run_files
+from tests.real_runs import with_model
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 FRAMEWORKS = sorted(p.name for p in REAL.iterdir() if (p / "clean.otlp.pb").exists())
@@ -116,8 +117,7 @@ def test_a_price_is_computed_once_per_price_entry_and_counts_and_the_memory_is_b
 
 
 def test_an_unknown_model_costs_null_with_the_reason_never_zero() -> None:
-    trajectory = real_run("openai_agents")
-    trajectory.model_calls[1].model = "acme-llm-9000"
+    trajectory = with_model(real_run("openai_agents"), 1, model="acme-llm-9000")
     cost = run_cost(trajectory)
     assert cost.calls[0].usd is not None
     assert cost.calls[1].usd is None
@@ -143,8 +143,7 @@ def test_max_cost_usd_fails_over_passes_within_and_is_not_measurable_when_unknow
     assert over.status == "fail"
     assert over.reason.startswith("cost $")
     assert check_budget(trajectory, Budget(max_cost_usd=total * 2)).status == "pass"
-    unknown = real_run("pydantic_ai")
-    unknown.model_calls[0].model = "acme-llm-9000"
+    unknown = with_model(real_run("pydantic_ai"), 0, model="acme-llm-9000")
     result = check_budget(unknown, Budget(max_cost_usd=1.0))
     assert result.status == "skipped"
     assert "acme-llm-9000" in result.reason

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -83,9 +84,9 @@ def exposed_samples() -> list[Sample]:
     )  # fmt: skip
     sink.export_conversation(grade_conversation([trace], Conversation.model_validate({"scope": True})))
     # A run whose model is in the price database, for the cost histogram.
-    priced = violating_run()
-    for call in priced.model_calls:
-        call.model, call.provider = "gpt-4o-mini", "openai"
+    run = violating_run()
+    models = [replace(call, model="gpt-4o-mini", provider="openai") for call in run.model_calls]
+    priced = replace(run, model_calls=models)
     sink.export(Grader(example_policy()).grade(priced))
     return [sample for family in sink.registry.collect() for sample in family.samples]
 

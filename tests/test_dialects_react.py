@@ -103,11 +103,17 @@ def test_an_observation_is_not_the_users_message_in_a_message_list() -> None:
 
 def test_the_final_answer_is_not_the_scaffold() -> None:
     steps = [
-        ModelCall(span_id=1, start_ns=1, end_ns=2, output_text=STEP, input_tokens=1, output_tokens=1),
-        ModelCall(span_id=2, start_ns=3, end_ns=4, output_text=FINAL, input_tokens=1, output_tokens=1),
+        ModelCall(
+            span_id=at,
+            start_ns=2 * at - 1,
+            end_ns=2 * at,
+            output_text=text,
+            input_tokens=1,
+            output_tokens=1,
+            requested_tools=react.requested_tools(text),
+        )
+        for at, text in ((1, STEP), (2, FINAL))
     ]
-    for step, text in zip(steps, (STEP, FINAL), strict=True):
-        step.requested_tools = react.requested_tools(text)
     trajectory = build_trajectory(TraceContext(trace_id=1), steps)
     assert trajectory.final_answer == ANSWER
     assert trajectory.model_calls[-1].output_text == FINAL

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from otel_traj.checks import ScopeTracker
 from otel_traj.grader import SEVERITY_WEIGHTS, Grader, classify, plan_checks, score
+from otel_traj.pipeline import ungraded
 from otel_traj.policy import parse_policy
 from otel_traj.serialize import verdict_to_dict
 from otel_traj.verdict import CheckResult
@@ -86,7 +89,7 @@ def test_only_configured_checks_run() -> None:
     assert [c.name for c in Grader(policy).grade(clean_run()).checks] == ["tools"]
     assert plan_checks(parse_policy({}).defaults) == []
     verdict = Grader().grade(clean_run())
-    assert verdict.checks == [] and verdict.outcome == "pass" and verdict.score == 1.0
+    assert verdict.checks == () and verdict.outcome == "pass" and verdict.score == 1.0
 
 
 def test_severity_override_changes_outcome() -> None:
@@ -120,20 +123,14 @@ def test_score_is_weighted_and_ignores_skipped() -> None:
 
 
 def test_incomplete_trajectory_is_still_checked() -> None:
-    traj = clean_run()
-    traj.complete = False
+    traj = replace(clean_run(), complete=False)
     verdict = Grader(example_policy()).grade(traj)
     assert verdict.outcome == "incomplete" and len(verdict.checks) == len(ALL_CHECKS)
 
 
 def test_uncaptured_content_is_skipped_not_passed() -> None:
-    traj = trajectory(
-        [call(1, "get_subscription"), call(2, "list_invoices"), call(3, "create_refund_request")],
-        user_input=None,
-        final_answer=None,
-    )
-    for c in traj.tool_calls:
-        c.result = None
+    calls = [call(1, "get_subscription"), call(2, "list_invoices"), call(3, "create_refund_request")]
+    traj = trajectory([replace(c, result=None) for c in calls], user_input=None, final_answer=None)
     checks = by_name(Grader(example_policy()).grade(traj).checks)
     for name in ("scope", "repeats", "side_effects", "arguments", "grounded", "claims"):
         assert checks[name].status == "skipped", checks[name]
@@ -177,3 +174,15 @@ def test_scope_tracker_pins_subject_when_attribute_arrives_late() -> None:
     )
     assert late is not None and late.reason.endswith("subject is C023")
     assert tracker.observe(call(3, "create_refund_request", REFUND), {}, None) is None
+
+
+def test_steps_dropped_unread_are_a_check_the_outcome_and_score_count() -> None:
+    policy = parse_policy({"defaults": {"tools": {"deny": ["delete_account"]}}})
+    short = replace(clean_run(), complete=False, backlog_steps=4, dropped_steps=1)
+    verdict = Grader(policy).grade(short)
+    assert [(c.name, c.status) for c in verdict.checks] == [("tools", "pass"), ("dropped_steps", "fail")]
+    assert verdict.checks[-1].detail == {"backlog": 4, "max_steps": 1}
+    assert verdict.outcome == "incomplete" and verdict.score == score(verdict.checks) == 4 / 4.5
+    bare = ungraded(short)
+    assert [c.name for c in bare.checks] == ["dropped_steps"] and bare.score == 0.0
+    assert Grader(policy).grade(clean_run()).checks[-1].name == "tools"

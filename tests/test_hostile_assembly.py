@@ -20,6 +20,7 @@ from opentelemetry.trace import Tracer, set_span_in_context
 
 from otel_traj.config import AssemblerConfig
 from otel_traj.dialects.context import metadata_values
+from otel_traj.grader import score
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import parse_policy
 from otel_traj.processor import TrajectoryProcessor
@@ -306,6 +307,9 @@ def test_runs_that_lost_spans_to_the_backlog_are_incomplete_or_counted(
     assert "max_backlog" in check.reason
     # Two model calls, the denied tool call and the agent span.
     assert check.detail == {"backlog": 4, "max_steps": 0}
+    # The note is one of the checks the grader scored: the tools check passed, the run scores less.
+    assert [c.name for c in verdict.checks] == ["tools", "dropped_steps"]
+    assert verdict.score == score(verdict.checks) < 1.0
     # The clean run: 4 model calls, 4 tool calls and its agent span, the whole run counted once.
     assert h.processor.stats.dropped == {"backlog": 4 + 9, "backlog_run": 1}
     assert h.assembler.in_flight == 0

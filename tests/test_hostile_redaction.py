@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import string
+from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -85,7 +86,7 @@ def test_a_policy_key_cut_in_a_reason_leaks_no_prefix() -> None:
 
 def test_arguments_that_are_not_json_are_masked_by_key() -> None:
     calls = _calls("login", 3, arguments_text="password=hunter2 user=bob")
-    calls[-1].ok, calls[-1].error_message = False, "login failed for hunter2"
+    calls[-1] = replace(calls[-1], ok=False, error_message="login failed for hunter2")
     verdict = Grader(REPEATS).grade(_trajectory(calls))
     reasons = " ".join(c.reason for c in verdict.checks)
     assert "login(password=[REDACTED] user=bob)" in reasons and "failed for hunter2" in reasons

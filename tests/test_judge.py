@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -52,8 +53,12 @@ def test_a_valid_answer_becomes_a_judge_result_and_the_verdict_stays_as_it_was()
 
 def test_the_judge_receives_structured_redacted_evidence_and_the_rubric() -> None:
     graded = verdict()
-    graded.trajectory.tool_calls[0].arguments = {"customer_id": "C023", "api_key": "sk-live-0123456789"}
-    graded.trajectory.user_input = "Refund me, my email is jane.doe@example.com"
+    first, *rest = graded.trajectory.tool_calls
+    first = replace(first, arguments={"customer_id": "C023", "api_key": "sk-live-0123456789"})
+    trajectory = replace(
+        graded.trajectory, tool_calls=(first, *rest), user_input="Refund me, my email is jane.doe@example.com"
+    )
+    graded = replace(graded, trajectory=trajectory)
     with judge_server() as server:
         sink = judge_sink(server, judge_policy(labels=["pass", "partial", "fail"]), [])
         sink.export(graded)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -92,8 +93,7 @@ def test_regrading_overwrites_one_score_per_name(server: LangfuseTestServer) -> 
     sink.export(make_verdict(0xABE))
     assert sink.force_flush(5000)
     regraded = make_verdict(0xABE)
-    regraded.score = 0.25
-    regraded.graded_at_ns += 60_000_000_000
+    regraded = replace(regraded, score=0.25, graded_at_ns=regraded.graded_at_ns + 60_000_000_000)
     sink.export(regraded)
     assert sink.force_flush(5000)
     scores = server.scores_for(f"{0xABE:032x}")

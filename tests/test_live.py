@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from opentelemetry import trace
@@ -12,8 +13,12 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_traj.config import AssemblerConfig
+from otel_traj.live import live_scope
+from otel_traj.policy import load_policy
 from otel_traj.processor import TrajectoryProcessor
+from otel_traj.records import TraceContext
 from otel_traj.sinks.base import LiveViolation, Sink
+from otel_traj.steps import ModelCall, RequestedTool, ToolCall
 from otel_traj.verdict import Verdict
 from tests.live_helpers import AGENT, POLICY, tool
 
@@ -165,3 +170,18 @@ def test_a_requested_call_recorded_as_a_span_pages_only_once_it_runs(live: Setup
         processor.pipeline.process()
         assert [(v.tool, v.result.status) for v in sink.live] == [("list_invoices", "fail")]
     assert processor.force_flush(5000)
+
+
+def test_the_live_check_joins_a_call_without_changing_the_runs_step() -> None:
+    """The builder joins the same steps when the run ends: the live check's join is its own value."""
+    request = RequestedTool(name="list_invoices", call_id="c1", arguments_text='{"customer_id": "C028"}')
+    model = ModelCall(span_id=1, start_ns=0, end_ns=1, requested_tools=(request,), input_source="I am C023")
+    call = ToolCall(
+        name="list_invoices", span_id=2, start_ns=2, end_ns=3, arguments_text='{"customer_id": "C028"}'
+    )
+    before = replace(call)
+    checker = live_scope(load_policy(POLICY))(TraceContext(trace_id=1, service_name="support_agent"))
+    assert checker is not None
+    result = checker.observe(call, TraceContext(trace_id=1, service_name="support_agent"), [model])
+    assert result is not None and result.reason == "list_invoices used customer_id=C028, subject is C023"
+    assert call == before and (call.turn, call.arguments, call.call_id) == (None, None, None)

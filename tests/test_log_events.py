@@ -217,7 +217,7 @@ def test_model_spans_and_their_log_records_alone_rebuild_the_run(scenario: str) 
     # Without the records, the same spans hold no call at all.
     bare = [replace(v, parent_id=None, events=()) for v in chats]
     [without] = trajectories_from_views(bare)
-    assert without.tool_calls == [] and without.final_answer is None
+    assert without.tool_calls == () and without.final_answer is None
 
 
 def test_grade_reads_log_files_given_or_found_beside_the_traces(

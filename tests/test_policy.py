@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import fastjsonschema
@@ -104,8 +105,7 @@ def test_resolution_by_agent_then_service_name() -> None:
     policy = example_policy()
     support = policy.agents["support_agent"]
     assert policy.resolve(trajectory([], agent="support_agent")) is support
-    by_service = trajectory([], agent=None)
-    by_service.service_name = "support_agent"
+    by_service = replace(trajectory([], agent=None), service_name="support_agent")
     assert policy.resolve(by_service) is support
     assert policy.resolve(trajectory([], agent="billing_agent")) is policy.defaults
 

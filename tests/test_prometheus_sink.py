@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -31,9 +32,7 @@ def make_verdict(trace_id: int, violating: bool, agent: str = "support_agent") -
     """The refund scenario graded with the example policy: clean, or with repeats and a lookup of
     another customer's invoices (outcome unsafe)."""
     traj = violating_run() if violating else clean_run()
-    traj.trace_id = trace_id
-    traj.agent = agent
-    return GRADER.grade(traj)
+    return GRADER.grade(replace(traj, trace_id=trace_id, agent=agent))
 
 
 def live(trace_id: int, step_id: str, tool_name: str = "list_invoices") -> LiveViolation:
@@ -91,12 +90,12 @@ def test_export_counts_outcomes_checks_tools_and_observes_histograms() -> None:
 def test_tool_call_status_distinguishes_errors_and_unobserved_calls() -> None:
     sink = PrometheusSink()
     verdict = make_verdict(CLEAN_TRACE, violating=False)
-    verdict.trajectory.tool_calls = [
+    calls = [
         call(1, "check_payment", ok=False),
         call(2, "check_payment"),
         call(3, "check_payment", observed=False),
     ]
-    sink.export(verdict)
+    sink.export(replace(verdict, trajectory=replace(verdict.trajectory, tool_calls=calls)))
     for status in ("ok", "error", "unobserved"):
         assert (
             value(
@@ -123,9 +122,8 @@ def test_final_verdict_counts_violations_the_live_hook_did_not_see() -> None:
     sink = PrometheusSink()
     verdict = make_verdict(VIOLATING_TRACE, violating=True)
     scope = next(c for c in verdict.checks if c.name == "scope")
-    verdict.checks[verdict.checks.index(scope)] = CheckResult(
-        "scope", "fail", "critical", scope.reason, (VIOLATING_STEP, "s1")
-    )
+    both = CheckResult("scope", "fail", "critical", scope.reason, (VIOLATING_STEP, "s1"))
+    verdict = replace(verdict, checks=tuple(both if c is scope else c for c in verdict.checks))
     sink.on_live_violation(live(VIOLATING_TRACE, VIOLATING_STEP))
     sink.export(verdict)
     assert value(sink, "otel_traj_scope_violations_total", agent="support_agent", tool="list_invoices") == 1
@@ -137,7 +135,9 @@ def test_final_verdict_counts_violations_the_live_hook_did_not_see() -> None:
 def test_failed_scope_check_without_steps_still_counts_one_violation() -> None:
     sink = PrometheusSink()
     verdict = make_verdict(VIOLATING_TRACE, violating=True)
-    verdict.checks = [CheckResult("scope", "fail", "critical", "subject C023, customer_id=C028 used")]
+    verdict = replace(
+        verdict, checks=(CheckResult("scope", "fail", "critical", "subject C023, customer_id=C028 used"),)
+    )
     sink.export(verdict)
     assert value(sink, "otel_traj_scope_violations_total", agent="support_agent", tool="unknown") == 1
 
@@ -146,10 +146,10 @@ def test_ten_thousand_tool_names_stay_within_the_label_cap() -> None:
     sink = PrometheusSink(max_tools=50, max_agents=5)
     verdict = make_verdict(CLEAN_TRACE, violating=False)
     for i in range(10_000):
-        verdict.trajectory.trace_id = i + 1
-        verdict.trajectory.agent = f"agent-{i % 100}"
-        verdict.trajectory.tool_calls = [call(1, f"tool_{i}")]
-        sink.export(verdict)
+        trajectory = replace(
+            verdict.trajectory, trace_id=i + 1, agent=f"agent-{i % 100}", tool_calls=[call(1, f"tool_{i}")]
+        )
+        sink.export(replace(verdict, trajectory=trajectory))
         sink.on_live_violation(LiveViolation(i + 1, f"agent-{i}", f"tool_{i}", "s1", live(1, "").result))
 
     tools = label_values(sink, "otel_traj_tool_calls", "tool")
@@ -174,7 +174,9 @@ def test_allowlists_map_everything_else_to_other() -> None:
 def test_unknown_check_names_are_other() -> None:
     sink = PrometheusSink()
     verdict = make_verdict(CLEAN_TRACE, violating=False)
-    verdict.checks.append(CheckResult("customer_xyz_check", "fail", "error", "custom"))
+    verdict = replace(
+        verdict, checks=(*verdict.checks, CheckResult("customer_xyz_check", "fail", "error", "custom"))
+    )
     sink.export(verdict)
     graded = {c.name for c in verdict.checks[:-1]}
     assert label_values(sink, "otel_traj_check_results", "check") == graded | {OTHER}
@@ -185,7 +187,9 @@ def test_unknown_check_names_are_other() -> None:
 def test_golden_case_checks_keep_their_names() -> None:
     sink = PrometheusSink()
     verdict = make_verdict(CLEAN_TRACE, violating=False)
-    verdict.checks.append(CheckResult(TRAJECTORY_MATCH, "fail", "error", "1 missing"))
+    verdict = replace(
+        verdict, checks=(*verdict.checks, CheckResult(TRAJECTORY_MATCH, "fail", "error", "1 missing"))
+    )
     sink.export(verdict)
     labels = {
         "agent": "support_agent",
@@ -313,9 +317,9 @@ CONTRACT = {
 def test_metric_names_labels_and_buckets_are_the_published_contract() -> None:
     sink = PrometheusSink()
     sink.export(make_verdict(VIOLATING_TRACE, violating=True))
-    priced = violating_run()
-    for model in priced.model_calls:
-        model.model, model.provider = "gpt-4o-mini", "openai"
+    run = violating_run()
+    models = [replace(model, model="gpt-4o-mini", provider="openai") for model in run.model_calls]
+    priced = replace(run, model_calls=models)
     sink.export(GRADER.grade(priced))
     judged = JudgeResult(
         trace_id=VIOLATING_TRACE, agent="support_agent", judge="answer", model="m", score=1.0,

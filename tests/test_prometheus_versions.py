@@ -11,6 +11,7 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -51,13 +52,18 @@ REGRESSION_ALERTS = VERSION_ALERTS | {
 
 def run(base: Trajectory, agent: str, version: str, token_factor: int = 1) -> Trajectory:
     """``base`` as a run of ``agent`` ``version`` on a model of the price database."""
-    base.agent, base.service_version = agent, version
-    for call in base.model_calls:
-        call.model, call.provider = "gpt-4o-mini", "openai"
-        call.input_tokens = (call.input_tokens or 0) * token_factor
-        call.output_tokens = (call.output_tokens or 0) * token_factor
-    base.tokens = Tokens(input=base.tokens.input * token_factor, output=base.tokens.output * token_factor)
-    return base
+    models = [
+        replace(
+            call,
+            model="gpt-4o-mini",
+            provider="openai",
+            input_tokens=(call.input_tokens or 0) * token_factor,
+            output_tokens=(call.output_tokens or 0) * token_factor,
+        )
+        for call in base.model_calls
+    ]
+    tokens = Tokens(input=base.tokens.input * token_factor, output=base.tokens.output * token_factor)
+    return replace(base, agent=agent, service_version=version, model_calls=models, tokens=tokens)
 
 
 def graded() -> dict[str, tuple[Verdict, Verdict]]:

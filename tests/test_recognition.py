@@ -20,7 +20,7 @@ from otel_traj.dialects import fields, read_span, to_step
 from otel_traj.dialects.recognize import OPERATION_VOCABULARY, VENDOR_VOCABULARIES
 from otel_traj.dialects.sources import Source
 from otel_traj.grader import Grader
-from otel_traj.joins import normalize_arguments
+from otel_traj.joins import normalized
 from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import parse_policy
 from otel_traj.serialize import verdict_to_dict
@@ -44,8 +44,8 @@ VENDOR_KEYS = [v.key for v in VENDOR_VOCABULARIES]
 def test_an_unknown_vendor_kind_never_hides_a_conventions_tool_call(key: str) -> None:
     step = to_step(record("execute_tool list_invoices", {**TOOL, key: "WIDGET"}))
     assert isinstance(step, ToolCall)
-    normalize_arguments(step)
-    assert (step.name, step.arguments) == ("list_invoices", {"customer_id": "C028"})
+    call = normalized(step)
+    assert (call.name, call.arguments) == ("list_invoices", {"customer_id": "C028"})
 
 
 @pytest.mark.parametrize("key", [*VENDOR_KEYS, OPERATION_VOCABULARY.key])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import pytest
 
@@ -19,8 +20,7 @@ CHECKS_PER_RUN = 12
 
 def verdicts() -> list[Verdict]:
     grader = Grader(example_policy())
-    violating = violating_run()
-    violating.trace_id = 0xDEF
+    violating = replace(violating_run(), trace_id=0xDEF)
     return [grader.grade(clean_run()), grader.grade(violating)]
 
 
@@ -49,7 +49,9 @@ def test_markdown_one_row_per_trajectory_and_check() -> None:
 
 def test_markdown_escapes_table_breaking_text() -> None:
     [verdict] = verdicts()[:1]
-    verdict.checks = [CheckResult("claims", "fail", "critical", "answer says 'a | b'\nand <b>more</b>")]
+    verdict = replace(
+        verdict, checks=(CheckResult("claims", "fail", "critical", "answer says 'a | b'\nand <b>more</b>"),)
+    )
     row = next(line for line in render("markdown", [verdict]).splitlines() if "| claims |" in line)
     assert "a \\| b" in row and "\\<b\\>" in row and "\n" not in row
     assert row.count(" | ") == 8  # nine cells, no extra column from the pipe in the reason
@@ -78,10 +80,11 @@ def test_junit_parses_and_counts() -> None:
 
 def test_junit_escapes_and_strips_invalid_characters() -> None:
     [verdict] = verdicts()[:1]
-    verdict.checks = [
+    checks = (
         CheckResult("claims", "fail", "critical", 'answer "x" <y> & z\x00\x1b'),
         CheckResult("grounded", "skipped", "error", "user input not captured"),
-    ]
+    )
+    verdict = replace(verdict, checks=checks)
     root = ET.fromstring(render_junit([verdict], group=lambda v: "file.otlp.pb"))
     suite = root.find("testsuite")
     assert suite is not None and suite.get("name") == "file.otlp.pb" and suite.get("skipped") == "1"

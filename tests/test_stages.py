@@ -18,7 +18,7 @@ from otel_traj.stages import CHECK_STAGES, STAGES, failure_stage
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
-from tests.real_runs import WITH_RESULTS, real_run, the_call
+from tests.real_runs import WITH_RESULTS, real_run, with_call
 from tests.support_trajectories import EXAMPLE_POLICY
 
 
@@ -57,19 +57,19 @@ def test_each_broken_link_is_named(framework: str) -> None:
     # Another customer's invoices: the parameters were wrong.
     assert grade(real_run(framework, "violating")).stage == "parameters"
     # The refund reported "failed" with a 200: the terminal state is wrong.
-    traj = real_run(framework)
-    the_call(traj, "create_refund_request").result = json.dumps({"status": "failed"})
+    traj = with_call(real_run(framework), "create_refund_request", result=json.dumps({"status": "failed"}))
     assert grade(traj).stage == "terminal_state"
     # The refund failed and the answer claims it anyway: execution broke first.
-    traj = real_run(framework)
-    refund = the_call(traj, "create_refund_request")
-    refund.ok, refund.result, refund.error_type = False, None, "RefundServiceDown"
+    traj = with_call(
+        real_run(framework), "create_refund_request", ok=False, result=None, error_type="RefundServiceDown"
+    )
     verdict = grade(traj)
     assert {c.name for c in verdict.failed_checks} >= {"claims", "recovery"}
     assert verdict.stage == "execution"
     # The refund was never attempted, yet the answer claims it: only the statement is wrong.
     traj = real_run(framework)
-    traj.tool_calls = [c for c in traj.tool_calls if c.name in ("get_subscription", "list_invoices")]
+    lookups = [c for c in traj.tool_calls if c.name in ("get_subscription", "list_invoices")]
+    traj = dataclasses.replace(traj, tool_calls=lookups)
     verdict = grade(traj)
     assert [c.name for c in verdict.failed_checks] == ["claims"] and verdict.stage == "statement"
 
@@ -77,20 +77,23 @@ def test_each_broken_link_is_named(framework: str) -> None:
 def test_retries_that_finally_succeed_break_recovery_not_execution() -> None:
     traj = real_run("openai_v2")
     [payment] = [c for c in traj.tool_calls if c.name == "check_payment"]
-    retries = [payment, *(retry(payment, i) for i in range(1, 5))]
-    retries[-1].ok, retries[-1].error_type, retries[-1].result = True, None, "{}"
+    retries = [payment, *(retry(payment, i) for i in range(1, 4))]
+    retries.append(dataclasses.replace(retry(payment, 4), ok=True, error_type=None, result="{}"))
     index = traj.tool_calls.index(payment)
-    traj.tool_calls[index : index + 1] = retries
+    traj = dataclasses.replace(
+        traj, tool_calls=[*traj.tool_calls[:index], *retries, *traj.tool_calls[index + 1 :]]
+    )
     verdict = grade(traj)
     assert [c.name for c in verdict.failed_checks] == ["recovery"]
     assert verdict.stage == "recovery"
     payment_never_succeeds = real_run("openai_v2")
     [payment] = [c for c in payment_never_succeeds.tool_calls if c.name == "check_payment"]
-    index = payment_never_succeeds.tool_calls.index(payment)
-    payment_never_succeeds.tool_calls[index : index + 1] = [
-        payment,
-        *(retry(payment, i) for i in range(1, 5)),
-    ]
+    calls = payment_never_succeeds.tool_calls
+    index = calls.index(payment)
+    retries = [payment, *(retry(payment, i) for i in range(1, 5))]
+    payment_never_succeeds = dataclasses.replace(
+        payment_never_succeeds, tool_calls=[*calls[:index], *retries, *calls[index + 1 :]]
+    )
     assert grade(payment_never_succeeds).stage == "execution"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -157,7 +158,7 @@ def test_values_beyond_the_fast_encoder_are_stored_too(tmp_path: Path) -> None:
     conn = connect(tmp_path / "s.db")
     v = verdict(2)
     # Parsed tool arguments can hold integers beyond 64 bits; other SDKs' attributes, odd types.
-    v.trajectory.attributes = {"app.big": 2**70, "app.when": Path("/x")}
+    v = replace(v, trajectory=replace(v.trajectory, attributes={"app.big": 2**70, "app.when": Path("/x")}))
     write_verdicts(conn, [v])
     (stored,) = read_verdicts(conn)
     assert stored["attributes"] == {"app.big": 2**70, "app.when": "/x"}
@@ -168,7 +169,7 @@ def test_strings_with_lone_surrogates_are_stored_and_read_back(tmp_path: Path) -
     # A file name decoded with surrogateescape, as an attribute and as the agent's name.
     conn = connect(tmp_path / "s.db")
     v = verdict(4, agent="agent-\udcff")
-    v.trajectory.attributes = {"app.file": "/data/r\udce9sum\u00e9.pdf"}
+    v = replace(v, trajectory=replace(v.trajectory, attributes={"app.file": "/data/r\udce9sum\u00e9.pdf"}))
     write_verdicts(conn, [v, verdict(5)])
     stored = {d["trace_id"]: d for d in read_verdicts(conn)}
     assert stored[v.trajectory.trace_hex]["attributes"] == {"app.file": "/data/r\udce9sum\u00e9.pdf"}
@@ -184,7 +185,7 @@ def test_regrade_overwrites_by_trace_id(tmp_path: Path) -> None:
     conn = connect(tmp_path / "s.db")
     write_verdicts(conn, [verdict(7, outcome="unsafe")])
     regraded = verdict(7, outcome="pass")
-    regraded.checks = regraded.checks[1:]
+    regraded = replace(regraded, checks=regraded.checks[1:])
     write_verdicts(conn, [regraded])
     assert [v["outcome"] for v in read_verdicts(conn)] == ["pass"]
     assert conn.execute("SELECT count(*) FROM check_results").fetchone()[0] == 1

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,7 @@ def test_a_verdict_that_cannot_be_encoded_costs_only_itself(
     sink = open_sink(path=path, batch_size=10)
     bad = verdict(2)
     # No JSON encoder takes a tuple key.
-    bad.trajectory.attributes = {("not", "a", "key"): 1}  # type: ignore[dict-item]
+    bad = replace(bad, trajectory=replace(bad.trajectory, attributes={("not", "a", "key"): 1}))
     for v in (verdict(1), bad, verdict(3)):
         sink.export(v)  # encoded here: the bad one never reaches the writer's batch
     assert sink.force_flush()

@@ -16,7 +16,7 @@ NO_CASE = CheckResult(TRAJECTORY_MATCH, "skipped", "info", "no golden case match
 
 def with_case_result(verdict: Verdict, result: CaseResult | None) -> Verdict:
     """A copy of the verdict with the case checks appended and outcome and score recomputed."""
-    checks = [*verdict.checks, *(result.checks if result is not None else (NO_CASE,))]
+    checks = (*verdict.checks, *(result.checks if result is not None else (NO_CASE,)))
     return replace(
         verdict,
         checks=checks,

@@ -80,7 +80,7 @@ def confirmed(messages: Iterable[Message], pattern: re.Pattern[str]) -> bool:
     return confirming(list(messages), pattern) is not None
 
 
-def _requests_before(traj: Trajectory, call: ToolCall) -> list[ModelCall]:
+def _requests_before(traj: Trajectory, call: ToolCall) -> Sequence[ModelCall]:
     models = traj.model_calls
     if call.turn is not None:
         return models[: call.turn + 1]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from typing import Any
 
 from otel_traj.checks.base import contains_token, count, failure, one_line, passed, skipped, step_id
@@ -78,7 +79,7 @@ class _Unlinked:
     """The calls whose turn is unknown, by end: those that ended between two requests, found by
     bisection instead of a scan of every call for every turn."""
 
-    def __init__(self, calls: list[ToolCall]) -> None:
+    def __init__(self, calls: Sequence[ToolCall]) -> None:
         self.calls = sorted((c for c in calls if c.turn is None), key=lambda c: c.end_ns)
         self.ends = [c.end_ns for c in self.calls]
 
