@@ -17,6 +17,11 @@ Outcome = Literal["unsafe", "fail", "pass_with_warnings", "pass", "incomplete", 
 OUTCOMES: tuple[Outcome, ...] = ("unsafe", "incomplete", "fail", "unverified", "pass_with_warnings", "pass")
 
 
+def worst(*outcomes: Outcome) -> Outcome:
+    """The worst of ``outcomes`` (``OUTCOMES`` is worst first)."""
+    return min(outcomes, key=OUTCOMES.index)
+
+
 @dataclass(slots=True, frozen=True)
 class CheckResult:
     """One check's result. ``reason`` is one line a human understands without opening the trace;

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from otel_traj.cases import CaseFileError, GoldenCase, evaluate, find_case, load_cases, pass_at_k, pass_hat_k
+from otel_traj.cases.verdicts import with_case_result
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
+from otel_traj.verdict import CheckResult, Outcome, Verdict
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "cases" / "golden_cases.jsonl"
 REFUND_INPUT = "Customer C023 here. I was charged twice for invoice INV-1002, please refund the 199 yuan."
@@ -205,3 +207,16 @@ def test_evaluate_counts_runs_per_case() -> None:
     json.dumps(data)
     all_good = evaluate([_refund_run(1, good), _refund_run(2, good)], cases)
     assert all_good.cases[0].pass_hat_k and all_good.passed
+
+
+@pytest.mark.parametrize("outcome", ["unverified", "incomplete"])
+def test_a_golden_case_never_makes_a_run_better_than_the_grader_found_it(outcome: Outcome) -> None:
+    """What the grader knew beyond its checks (a run it could not fully read, or not grade within its
+    budget) stands when the case results are folded in."""
+    graded = Verdict(
+        trajectory=Trajectory(trace_id=1, agent="a", tool_calls=[ToolCall(name="t", span_id=2)]),
+        checks=(CheckResult("order", "pass", "error", ""),),
+        outcome=outcome,
+        score=1.0,
+    )
+    assert with_case_result(graded, None).outcome == outcome

@@ -9,18 +9,20 @@ from otel_traj.cases.dimensions import TRAJECTORY_MATCH
 from otel_traj.cases.evaluate import CaseResult, CasesReport, evaluate
 from otel_traj.cases.model import GoldenCase
 from otel_traj.grader import classify, score
-from otel_traj.verdict import CheckResult, Verdict
+from otel_traj.verdict import CheckResult, Verdict, worst
 
 NO_CASE = CheckResult(TRAJECTORY_MATCH, "skipped", "info", "no golden case matches this run")
 
 
 def with_case_result(verdict: Verdict, result: CaseResult | None) -> Verdict:
-    """A copy of the verdict with the case checks appended and outcome and score recomputed."""
+    """A copy of the verdict with the case checks appended and outcome and score recomputed. The
+    outcome never improves: what the grader knew beyond the checks (a run it could not fully read, or
+    not grade within its budget) stands."""
     checks = (*verdict.checks, *(result.checks if result is not None else (NO_CASE,)))
     return replace(
         verdict,
         checks=checks,
-        outcome=classify(checks, verdict.trajectory.complete),
+        outcome=worst(verdict.outcome, classify(checks, verdict.trajectory.complete)),
         score=score(checks),
     )
 
