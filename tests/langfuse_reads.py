@@ -233,10 +233,11 @@ def observations_from_otlp(doc: dict[str, Any]) -> list[dict[str, Any]]:
 @dataclass
 class ReadFaults:
     """Answers to the next reads instead of the data: (status, headers) each, in order; and trace ids
-    whose observations always fail with 500 (an outage in the middle of a backfill)."""
+    whose observations always fail with ``failing_status`` (a failure in the middle of a backfill)."""
 
     answers: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     failing_traces: set[str] = field(default_factory=set)
+    failing_status: int = 500
 
 
 def _matches(row: dict[str, Any], condition: dict[str, Any]) -> bool:
@@ -274,7 +275,7 @@ class ObservationStore:
                 status, headers = self.faults.answers.pop(0)
                 return status, {"message": "injected failure"}, headers
             if query.get("traceId") in self.faults.failing_traces:
-                return 500, {"message": "injected outage"}, {}
+                return self.faults.failing_status, {"message": "injected failure"}, {}
             rows = list(self.rows)
         if "traceId" in query:
             rows = [r for r in rows if r["traceId"] == query["traceId"]]
