@@ -31,6 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tests.langfuse_reads import OBSERVATIONS_PATH, ObservationStore
 from tests.langfuse_wire import Faults, Invalid, RequestRecord, StoredSpan, check_score
 
 Version = Literal["v5", "v4-single", "v3"]
@@ -67,6 +68,7 @@ class LangfuseTestServer:
         self.spans: list[StoredSpan] = []
         self.otlp_bodies: list[bytes] = []
         self.requests: list[RequestRecord] = []
+        self.reads = ObservationStore()
         self._port = port
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -225,10 +227,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._prologue():
             return
         url = urlparse(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if url.path == OBSERVATIONS_PATH:
+            self._reply(*self.app.reads.answer(query))
+            return
         if url.path != "/api/public/scores":
             self._reply(404, {"message": "not found"})
             return
-        query = {k: v[0] for k, v in parse_qs(url.query).items()}
         page, limit = int(query.get("page", 1)), int(query.get("limit", 50))
         with self.app.lock:
             rows = [

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from otel_traj.dialects._base import json_string
 from otel_traj.dialects._messages import (
     Output,
@@ -46,6 +48,44 @@ VOCABULARY = Vocabulary(
         **not_steps(("span", "event", "chain", "retriever", "evaluator", "embedding", "guardrail")),
     },
 )
+
+
+# Keys of an observation's metadata that Langfuse fills itself (not the application's metadata).
+API_RESERVED_METADATA = frozenset({"attributes", "resourceAttributes", "scopeAttributes", "scope"})
+
+
+def api_attributes(observation: Mapping[str, Any]) -> dict[str, Any]:
+    """An observation of the public API as the span attributes the Langfuse SDK writes: its type,
+    input, output, model, usage details, level and status message, session and user, and its
+    metadata as the trace's (``langfuse.trace.metadata.<key>``, as ``propagate_attributes`` sets it
+    on every span). This dialect reads them as it reads the SDK's spans."""
+    attrs: dict[str, Any] = {}
+    kind = observation.get("type")
+    if isinstance(kind, str) and kind:
+        # ``TOOL``, ``GENERATION``, ``AGENT``, ``SPAN``, ``CHAIN``, ``RETRIEVER``, ``EVENT``, ...: the
+        # API's capitals are the SDK's values; the vocabulary above says which are steps.
+        attrs[TYPE] = kind.lower()
+    for field, key in (
+        ("input", INPUT),
+        ("output", OUTPUT),
+        ("model", "langfuse.observation.model.name"),
+        ("level", "langfuse.observation.level"),
+        ("statusMessage", "langfuse.observation.status_message"),
+        ("sessionId", SESSION),
+        ("userId", USER),
+    ):
+        value = observation.get(field)
+        if value is not None:
+            attrs[key] = value if isinstance(value, str) else orjson.dumps(value).decode()
+    usage = observation.get("usageDetails")
+    if isinstance(usage, Mapping) and usage:
+        attrs["langfuse.observation.usage_details"] = orjson.dumps(dict(usage)).decode()
+    metadata = observation.get("metadata")
+    if isinstance(metadata, Mapping):
+        for key, value in metadata.items():
+            if key not in API_RESERVED_METADATA and isinstance(value, str | int | float | bool):
+                attrs[f"langfuse.trace.metadata.{key}"] = value
+    return attrs
 
 
 def failed(attrs: Mapping[str, Any]) -> bool:

@@ -1,0 +1,160 @@
+"""SpanViews from the observations of Langfuse's public API (``GET /api/public/v2/observations``).
+
+An observation Langfuse ingested over OTLP keeps the span's ids (trace id in 32 hex, observation id =
+span id in 16 hex), parent, times, level (``ERROR`` for a span whose status was an error) and status
+message; Langfuse's ingestion keeps the span's other attributes in ``metadata.attributes`` (values
+JSON-encoded to text), the resource's in ``metadata.resourceAttributes`` and the scope in
+``metadata.scope``, and moves one pair of attributes into ``input`` and ``output``
+(``langfuse_io.restore_io`` puts them back). Such a view reads as the span read from OTLP, except
+for what Langfuse does not keep: span events (other than the messages it moved into ``input``), the
+span kind, times finer than it stores, and the attributes its ingestion deletes.
+
+An observation without ``metadata.attributes`` (the Langfuse SDK's own spans, or a server that keeps
+none) is read from its typed fields through the Langfuse dialect (``dialects.langfuse.api_attributes``).
+
+What cannot be read faithfully is listed in :attr:`ObservationViews.problems`: an id that is not an
+OpenTelemetry id, an observation not ended, metadata Langfuse truncated (not an object), a parent
+not among the observations. A run with problems is not fully read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from otel_traj.adapters.langfuse_io import restore_io
+from otel_traj.dialects import langfuse
+from otel_traj.spanview import EMPTY, STATUS_ERROR, SpanView
+
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+_SPAN_ID = re.compile(r"[0-9a-f]{16}")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+@dataclass(slots=True)
+class ObservationViews:
+    """The views of one trace's observations, and what could not be read faithfully."""
+
+    views: list[SpanView] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def timestamp_ns(value: str) -> int:
+    """Nanoseconds since the epoch of an ISO 8601 time (``Z`` or an offset; naive is UTC)."""
+    when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    delta = when - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+def _attribute(value: Any) -> Any:
+    """An attribute as Langfuse keeps it (non-strings JSON-encoded to text) back to its value."""
+    if not isinstance(value, str) or not value or value[0] not in "-0123456789[tf":
+        return value
+    try:
+        decoded = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return value
+    if isinstance(decoded, bool | int | float):
+        return decoded
+    if isinstance(decoded, list) and all(isinstance(v, str | bool | int | float) for v in decoded):
+        return tuple(decoded)
+    return value
+
+
+def _object(value: Any) -> Mapping[str, Any] | None:
+    """A metadata object, or the object a JSON text holds; None for anything else (truncated)."""
+    if isinstance(value, Mapping):
+        return value
+    if isinstance(value, str):
+        try:
+            decoded = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+        return decoded if isinstance(decoded, Mapping) else None
+    return None
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def _attributes(
+    observation: Mapping[str, Any], name: str, problems: list[str]
+) -> tuple[dict[str, Any], Mapping[str, Any], str]:
+    """The span's attributes, resource and scope name."""
+    metadata = observation.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        problems.append(f"observation {observation.get('id')}: metadata truncated")
+        metadata = None
+    metadata = metadata or EMPTY
+    kept = metadata.get("attributes")
+    if kept is None:
+        return langfuse.api_attributes(observation), EMPTY, ""
+    attrs_in = _object(kept)
+    if attrs_in is None:
+        problems.append(f"observation {observation.get('id')}: attributes truncated")
+        return langfuse.api_attributes(observation), EMPTY, ""
+    resource = {k: _attribute(v) for k, v in (_object(metadata.get("resourceAttributes")) or EMPTY).items()}
+    scope = _object(metadata.get("scope")) or EMPTY
+    scope_name = str(scope.get("name") or "")
+    attrs = {k: _attribute(v) for k, v in attrs_in.items()}
+    restore_io(attrs, scope_name, name, _text(observation.get("input")), _text(observation.get("output")))
+    return attrs, resource, scope_name
+
+
+def _view(observation: Mapping[str, Any], problems: list[str]) -> SpanView | None:
+    ident, trace = observation.get("id"), observation.get("traceId")
+    if not isinstance(ident, str) or not _SPAN_ID.fullmatch(ident):
+        problems.append(f"observation {ident}: not an OpenTelemetry span id")
+        return None
+    if not isinstance(trace, str) or not _TRACE_ID.fullmatch(trace):
+        problems.append(f"observation {ident}: trace id {trace} is not an OpenTelemetry trace id")
+        return None
+    parent = observation.get("parentObservationId")
+    if parent is not None and not (isinstance(parent, str) and _SPAN_ID.fullmatch(parent)):
+        problems.append(f"observation {ident}: parent {parent} is not an OpenTelemetry span id")
+        parent = None
+    name = str(observation.get("name") or "")
+    start = timestamp_ns(str(observation["startTime"]))
+    ended = observation.get("endTime")
+    if ended is None:
+        problems.append(f"observation {ident} ({name}) has not ended")
+    attrs, resource, scope_name = _attributes(observation, name, problems)
+    error = observation.get("level") == "ERROR"
+    message = observation.get("statusMessage")
+    return SpanView(
+        trace_id=int(trace, 16),
+        span_id=int(ident, 16),
+        parent_id=int(parent, 16) if parent else None,
+        name=name,
+        start_ns=start,
+        end_ns=timestamp_ns(str(ended)) if ended is not None else start,
+        attributes=attrs,
+        status_code=STATUS_ERROR if error else 0,
+        status_message=message if error and isinstance(message, str) else None,
+        resource=resource,
+        scope_name=scope_name,
+    )
+
+
+def views_from_observations(observations: Sequence[Mapping[str, Any]]) -> ObservationViews:
+    """The views of one trace's observations (as the API returns them: JSON objects)."""
+    out = ObservationViews()
+    for observation in observations:
+        view = _view(observation, out.problems)
+        if view is not None:
+            out.views.append(view)
+    present = {view.span_id for view in out.views}
+    for view in out.views:
+        if view.parent_id is not None and view.parent_id not in present:
+            out.problems.append(f"observation {view.span_id:016x}: parent {view.parent_id:016x} missing")
+    return out
