@@ -22,6 +22,7 @@ COMMANDS = {
     "serve": "receive OTLP traces, grade them, store the verdicts",
     "report": "list stored verdicts",
     "gate": "compare a candidate's runs with a baseline's and allow or block the release",
+    "mcp": "serve the stored verdicts to coding agents over MCP (stdio or HTTP)",
 }
 
 

@@ -183,3 +183,10 @@ def read_verdicts(conn: sqlite3.Connection, query: Query | None = None) -> Itera
     sql, params = select_verdicts("trajectories", filters, "started_ns, trace_id", query.limit)
     for (text,) in conn.execute(sql, params):
         yield json.loads(text)
+
+
+def read_verdict(conn: sqlite3.Connection, trace_id: str) -> dict[str, Any] | None:
+    """The stored verdict of one trace (its 32 hex digits), or None when the store has none."""
+    sql, params = select_verdicts("trajectories", (("trace_id = ?", trace_id),), "trace_id", 1)
+    row = conn.execute(sql, params).fetchone()
+    return json.loads(row[0]) if row is not None else None

@@ -1,0 +1,48 @@
+"""The verdict store as the tools read it: opened read-only for each call (so every call sees what
+``serve`` wrote since), through ``store_schema``'s functions only; what cannot be read becomes the
+tool's error, naming the store."""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+
+from otel_traj.mcp.errors import ToolInputError
+from otel_traj.sinks.store_schema import StoreError, connect
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    path: str
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = connect(self.path, readonly=True)
+        except (StoreError, OSError, sqlite3.Error) as exc:
+            raise ToolInputError(f"store: {exc}") from None
+        with closing(conn):
+            try:
+                yield conn
+            except (sqlite3.Error, ValueError) as exc:
+                raise ToolInputError(f"store {self.path}: {exc}") from None
+
+    def check(self) -> None:
+        """Raises :class:`ToolInputError` when the store cannot be opened (the command's startup check)."""
+        with self.reading():
+            pass
+
+
+def since_ns(since: str | None) -> int | None:
+    """``1h``, ``30m``, ``2d`` (ago) or an ISO 8601 time, as ``otel-traj report --since`` reads it."""
+    if since is None:
+        return None
+    from otel_traj.cli.report import parse_since
+
+    try:
+        return parse_since(since)
+    except argparse.ArgumentTypeError as exc:
+        raise ToolInputError(str(exc).replace("--since", "since", 1)) from None
