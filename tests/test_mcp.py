@@ -41,7 +41,8 @@ def stored(store: Path) -> list[dict[str, Any]]:
 
 
 def _env() -> dict[str, str]:
-    return {"PYTHONPATH": str(ROOT), "OTEL_TRAJ_STORE": "/nonexistent/not-this.db"}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {"PYTHONPATH": path, "OTEL_TRAJ_STORE": "/nonexistent/not-this.db"}
 
 
 def over_stdio(store: Path, scenario: Callable[[Client], Awaitable[T]]) -> T:
