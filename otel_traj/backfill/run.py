@@ -13,7 +13,7 @@ handled. Starts are inclusive, so that trace is read again; its scores have the 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from otel_traj.adapters.langfuse_api import views_from_observations
@@ -43,11 +43,12 @@ class Backfilled:
     cursor_ns: int | None = None
 
 
-def _mark_incomplete(run: Trajectory, problems: list[str]) -> None:
+def _incomplete(run: Trajectory, problems: list[str]) -> Trajectory:
+    """The run marked not fully read, with the problems in its errors."""
     shown = "; ".join(problems[:PROBLEMS_SHOWN])
     more = f" and {len(problems) - PROBLEMS_SHOWN} more" if len(problems) > PROBLEMS_SHOWN else ""
-    run.complete = False
-    run.errors.append(f"not fully read from Langfuse: {shown}{more}")
+    errors = [*run.errors, f"not fully read from Langfuse: {shown}{more}"]
+    return replace(run, complete=False, errors=errors)
 
 
 def read_langfuse_runs(
@@ -82,10 +83,9 @@ def read_langfuse_runs(
             if not runs:
                 out.skipped["no GenAI observations"] += 1
                 continue
-            for run in runs:
-                if views.problems:
-                    _mark_incomplete(run, views.problems)
-                    out.incomplete += 1
+            if views.problems:
+                runs = [_incomplete(run, views.problems) for run in runs]
+                out.incomplete += len(runs)
             out.runs.extend(runs)
     out.runs.sort(key=lambda run: (run.start_ns, run.trace_id))
     out.cursor_ns = frontier if frontier is not None else newest

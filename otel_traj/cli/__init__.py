@@ -23,6 +23,7 @@ COMMANDS = {
     "report": "list stored verdicts",
     "gate": "compare a candidate's runs with a baseline's and allow or block the release",
     "backfill": "grade runs already stored in Langfuse and write the scores back",
+    "mcp": "serve the stored verdicts to coding agents over MCP (stdio or HTTP)",
 }
 
 

@@ -160,8 +160,14 @@ def load_policy(path: str | Path) -> Policy:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyError(source, [("", f"cannot read: {exc}")]) from None
+    return parse_policy_text(text, source, as_json=source.endswith(".json"))
+
+
+def parse_policy_text(text: str, source: str = "<policy>", as_json: bool = False) -> Policy:
+    """Validate a policy given as YAML (or, ``as_json``, JSON) text; :class:`PolicyError` names
+    ``source`` with each problem."""
     try:
-        data = json.loads(text) if source.endswith(".json") else yaml.load(text, Loader=_YAML_LOADER)
+        data = json.loads(text) if as_json else yaml.load(text, Loader=_YAML_LOADER)
     except json.JSONDecodeError as exc:
         raise PolicyError(source, [("", f"invalid JSON at line {exc.lineno}: {exc.msg}")]) from None
     except yaml.YAMLError as exc:
