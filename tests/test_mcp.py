@@ -174,7 +174,7 @@ def test_compare_versions_applies_the_release_gate_to_stored_runs(store: Path) -
         "conv-clean": "conversation",
     }
     assert reverse["allowed"] is True and reverse["reasons"] == []
-    assert "candidate: no stored run has service_version=9" in none
+    assert "--candidate-where service_version=9: no run in" in none
 
 
 def test_suggest_a_policy_from_the_store_and_check_it(store: Path) -> None:

@@ -41,15 +41,17 @@ def compare_versions(
     start = since_ns(since)
     finder = CaseFinder(None, None)
     try:
-        sides = {
-            side: [parse_where(f"{k}={v}") for k, v in where.items()]
-            for side, where in (("baseline", baseline), ("candidate", candidate))
-        }
-        with store.reading() as reader:
-            base = load_stored_side(reader, sides["baseline"], start, finder, "baseline")
-            cand = load_stored_side(reader, sides["candidate"], start, finder, "candidate")
-    except (GateInputError, ValueError) as exc:
+        sides = [
+            [parse_where(f"{key}={value}") for key, value in where.items()] for where in (baseline, candidate)
+        ]
+    except ValueError as exc:
         raise ToolInputError(str(exc)) from None
+    with store.reading() as reader:
+        try:
+            base = load_stored_side(reader, sides[0], start, finder, "baseline")
+            cand = load_stored_side(reader, sides[1], start, finder, "candidate")
+        except GateInputError as exc:
+            raise ToolInputError(str(exc)) from None
     result = decide(base, cand, max_regression)
     if not result.cases:
         raise ToolInputError("no candidate run pairs with a baseline run (by case, conversation or input)")

@@ -38,8 +38,8 @@ Cursor = Annotated[str | None, Field(description="next_cursor of the previous pa
 Filters = Annotated[
     dict[str, str],
     Field(
-        description="KEY: VALUE a run must have: a verdict field (service_version, service_name, agent, "
-        "policy_version), versions.KEY (versions.agent, versions.prompt) or a run attribute",
+        description="KEY: VALUE a run must have: a verdict field (agent, service_name, service_version, "
+        "conversation_id), versions.KEY (versions.agent, versions.prompt) or attributes.KEY",
         examples=[{"service_version": "1.2"}],
     ),
 ]
