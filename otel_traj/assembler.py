@@ -34,6 +34,12 @@ from otel_traj.steps import ModelCall, Step, ToolCall, Unreadable
 
 logger = logging.getLogger("otel_traj")
 
+# Ended spans one worker pass reads in-process (~0.1 s of reading). A flood of spans is read over
+# several passes, and the runs that became ready meanwhile are graded between them instead of waiting
+# for the whole flood (100k hostile spans made one pass 4.6 s long, and good runs went over
+# ``max_traces`` and were handed over incomplete while they waited).
+SPANS_PER_PASS = 4096
+
 
 class SpanReader(NamedTuple):
     """How the in-process worker reads the spans the hooks queued: their view (reading in full only
@@ -252,12 +258,13 @@ class Assembler:
 
     # -- worker side ----------------------------------------------------------------------------
 
-    def sync_open(self) -> None:
-        """In-process: record the spans ended since the last tick, then mark the traces whose root
-        has ended and whose spans have all ended as ready (after the grace)."""
+    def sync_open(self, everything: bool = False) -> None:
+        """In-process: record the spans ended since the last tick (at most ``SPANS_PER_PASS``, unless
+        ``everything``: a flush), then mark the traces whose root has ended and whose spans have all
+        ended as ready (after the grace)."""
         assert self._reader is not None
         now = self.clock()
-        ended, records, lost = self.open_spans.drain(now)
+        ended, records, lost = self.open_spans.drain(now, None if everything else SPANS_PER_PASS)
         make_record, read = self.make_record, self._reader.view
         malformed = 0
         unreadable: list[int] = []

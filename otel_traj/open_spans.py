@@ -27,14 +27,19 @@ from otel_traj.records import SpanRecord
 T = TypeVar("T")
 
 
-def _drain(queue: deque[T]) -> list[T]:
+def _drain(queue: deque[T], most: int | None = None) -> list[T]:
+    """What ``queue`` holds, oldest first: all of it, or its ``most`` oldest."""
     out: list[T] = []
     pop = queue.popleft
     try:
-        while True:
+        if most is None:
+            while True:
+                out.append(pop())
+        for _ in range(min(most, len(queue))):
             out.append(pop())
     except IndexError:
-        return out
+        pass
+    return out
 
 
 class OpenSpans:
@@ -53,11 +58,14 @@ class OpenSpans:
         self.ended_without_step = self._stepless.append
         self.ended_lost_step = self._lost.append
 
-    def drain(self, now: float = 0.0) -> tuple[list[Any], list[SpanRecord], list[SpanRecord]]:
-        """The spans ended since the last drain, and the records queued in their place (those whose
-        step was dropped apart); the starts since then are counted as open (first seen ``now``).
-        Worker thread only; call ``closed`` for every drained end."""
-        ended = _drain(self.ended_spans)
+    def drain(
+        self, now: float = 0.0, most: int | None = None
+    ) -> tuple[list[Any], list[SpanRecord], list[SpanRecord]]:
+        """The spans ended since the last drain (at most ``most``: the rest stay queued, their traces
+        still counted open), and the records queued in their place (those whose step was dropped
+        apart); the starts since then are counted as open (first seen ``now``). Worker thread only;
+        call ``closed`` for every drained end."""
+        ended = _drain(self.ended_spans, most)
         stepless, lost = _drain(self._stepless), _drain(self._lost)
         counts, since = self._open, self._since
         for trace_id in _drain(self._starts):
@@ -109,6 +117,11 @@ class OpenSpans:
 
     def is_open(self, trace_id: int) -> bool:
         return trace_id in self._open
+
+    @property
+    def behind(self) -> bool:
+        """Ended spans are still queued for the worker (a pass took its most)."""
+        return bool(self.ended_spans)
 
     @property
     def idle(self) -> bool:

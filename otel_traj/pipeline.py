@@ -139,8 +139,12 @@ class Pipeline:
             self.process()
 
     def next_wait(self) -> float:
-        """Seconds the worker sleeps before its next look unless woken."""
-        return self._idle_tick if self.assembler.idle else self._tick
+        """Seconds the worker sleeps before its next look unless woken: none while ended spans are
+        still queued (a pass reads at most ``SPANS_PER_PASS``)."""
+        assembler = self.assembler
+        if assembler.track_starts and assembler.open_spans.behind:
+            return 0.0
+        return self._idle_tick if assembler.idle else self._tick
 
     def process(self, flush: bool = False, expire_all: bool = False, timeout_s: float = -1) -> int:
         """Grade what is ready; returns how many verdicts were produced, or -1 when the worker held
@@ -150,7 +154,7 @@ class Pipeline:
         try:
             try:
                 if self.assembler.track_starts:
-                    self.assembler.sync_open()
+                    self.assembler.sync_open(everything=flush)
                 finished = self.assembler.pop_ready(flush=flush, expire_all=expire_all)
                 # After pop_ready: runs finishing in this tick get their full verdict right away,
                 # so a live pass over them would only repeat it.

@@ -7,11 +7,12 @@ import logging
 import threading
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from otel_traj.assembler import Assembler
+from otel_traj.assembler import SPANS_PER_PASS, Assembler
 from otel_traj.config import AssemblerConfig
 from otel_traj.env import SettingError, strict_settings
 from otel_traj.offline import trajectories_from_views
@@ -215,3 +216,32 @@ def test_a_file_without_a_spans_parent_makes_that_span_the_root() -> None:
     [trajectory] = trajectories_from_views([_span(2, 1, remote=True), _span(3, 2)])
     assert trajectory.complete
     assert trajectory.root_span_id == 2
+
+
+def test_a_flood_of_spans_is_read_over_several_passes_and_ready_runs_are_graded_between_them() -> None:
+    """100k hostile spans made one pass of the worker 4.6 s long while good runs waited (and went
+    over ``max_traces``); a pass now reads at most ``SPANS_PER_PASS`` ended spans."""
+    sink = Blocking()
+    sink.release.set()
+    processor = TrajectoryProcessor(sinks=[sink], config=AssemblerConfig(grace_s=0))
+    provider = _provider(processor)
+    tracer = provider.get_tracer("test")
+    pipeline, assembler = processor.pipeline, processor.pipeline.assembler
+    with pipeline._work_lock:  # the worker waits: the test takes the passes itself
+        emit(tracer, clean_refund())
+        flood = tracer.start_span("invoke_agent flood", attributes={"gen_ai.operation.name": "invoke_agent"})
+        with trace.use_span(flood):
+            for i in range(2 * SPANS_PER_PASS + 10):
+                tracer.start_span("execute_tool t", attributes={"gen_ai.tool.name": f"t{i}"}).end()
+        assembler.sync_open()
+        assert assembler.open_spans.behind and pipeline.next_wait() == 0.0
+        # The good run is ready after the first pass, not once the whole flood was read.
+        [good] = assembler.pop_ready()
+        assert good.complete and len(good.steps) > 1
+        assembler.sync_open()
+        assembler.sync_open()
+        assert not assembler.open_spans.behind and pipeline.next_wait() > 0
+    flood.end()
+    assert processor.force_flush(10_000)
+    processor.shutdown()
+    assert len(sink.exported) == 1  # the flood's run (the good one was taken by the test)
