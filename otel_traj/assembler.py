@@ -99,11 +99,14 @@ class Assembler:
         self.make_record = RecordMaker(self.config.capture_attributes, self.config.max_chars)
         # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
         self.open_spans = OpenSpans()
+        # In-process: the last pass left ended spans queued (it read its ``SPANS_PER_PASS``).
+        self.behind = False
         # Span counts are written under this assembler's lock only, never the stats lock: no race.
 
     def restart_in_child(self) -> None:
         """After ``fork``: empty, with a lock of its own (the parent's runs are the parent's)."""
         self._lock = threading.Lock()
+        self.behind = False
         self._buffers.clear()
         self._done.clear()
         self._live_dirty.clear()
@@ -265,6 +268,7 @@ class Assembler:
         assert self._reader is not None
         now = self.clock()
         ended, records, lost = self.open_spans.drain(now, None if everything else SPANS_PER_PASS)
+        self.behind = len(ended) == SPANS_PER_PASS and bool(self.open_spans.ended_spans)
         make_record, read = self.make_record, self._reader.view
         malformed = 0
         unreadable: list[int] = []

@@ -119,11 +119,6 @@ class OpenSpans:
         return trace_id in self._open
 
     @property
-    def behind(self) -> bool:
-        """Ended spans are still queued for the worker (a pass took its most)."""
-        return bool(self.ended_spans)
-
-    @property
     def idle(self) -> bool:
         """No span open and nothing queued for the worker."""
         return not (self._open or self._starts or self.ended_spans or self._stepless or self._lost)

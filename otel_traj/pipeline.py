@@ -139,12 +139,11 @@ class Pipeline:
             self.process()
 
     def next_wait(self) -> float:
-        """Seconds the worker sleeps before its next look unless woken: none while ended spans are
-        still queued (a pass reads at most ``SPANS_PER_PASS``)."""
-        assembler = self.assembler
-        if assembler.track_starts and assembler.open_spans.behind:
+        """Seconds the worker sleeps before its next look unless woken: none when its last pass left
+        ended spans queued (a pass reads at most ``SPANS_PER_PASS``)."""
+        if self.assembler.behind:
             return 0.0
-        return self._idle_tick if assembler.idle else self._tick
+        return self._idle_tick if self.assembler.idle else self._tick
 
     def process(self, flush: bool = False, expire_all: bool = False, timeout_s: float = -1) -> int:
         """Grade what is ready; returns how many verdicts were produced, or -1 when the worker held

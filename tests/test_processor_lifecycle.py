@@ -234,13 +234,13 @@ def test_a_flood_of_spans_is_read_over_several_passes_and_ready_runs_are_graded_
             for i in range(2 * SPANS_PER_PASS + 10):
                 tracer.start_span("execute_tool t", attributes={"gen_ai.tool.name": f"t{i}"}).end()
         assembler.sync_open()
-        assert assembler.open_spans.behind and pipeline.next_wait() == 0.0
+        assert assembler.behind and pipeline.next_wait() == 0.0
         # The good run is ready after the first pass, not once the whole flood was read.
         [good] = assembler.pop_ready()
         assert good.complete and len(good.steps) > 1
         assembler.sync_open()
         assembler.sync_open()
-        assert not assembler.open_spans.behind and pipeline.next_wait() > 0
+        assert not assembler.behind and pipeline.next_wait() > 0
     flood.end()
     assert processor.force_flush(10_000)
     processor.shutdown()
