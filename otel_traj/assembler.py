@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from otel_traj.config import AssemblerConfig
@@ -34,11 +35,10 @@ from otel_traj.steps import ModelCall, Step, ToolCall, Unreadable
 
 logger = logging.getLogger("otel_traj")
 
-# Ended spans one worker pass reads in-process (~0.1 s of reading). A flood of spans is read over
-# several passes, and the runs that became ready meanwhile are graded between them instead of waiting
-# for the whole flood (100k hostile spans made one pass 4.6 s long, and good runs went over
-# ``max_traces`` and were handed over incomplete while they waited).
+# Ended spans one in-process worker pass reads (~0.1 s): a flood is read over several passes, and runs
+# ready meanwhile are graded between them (one pass over 100k spans took 4.6 s while good runs waited).
 SPANS_PER_PASS = 4096
+_BY_START = attrgetter("start_ns")
 
 
 class SpanReader(NamedTuple):
@@ -99,8 +99,7 @@ class Assembler:
         self.make_record = RecordMaker(self.config.capture_attributes, self.config.max_chars)
         # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
         self.open_spans = OpenSpans()
-        # In-process: the last pass left ended spans queued (it read its ``SPANS_PER_PASS``).
-        self.behind = False
+        self.behind = False  # in-process: the last pass left ended spans queued
         # Span counts are written under this assembler's lock only, never the stats lock: no race.
 
     def restart_in_child(self) -> None:
@@ -262,9 +261,8 @@ class Assembler:
     # -- worker side ----------------------------------------------------------------------------
 
     def sync_open(self, everything: bool = False) -> None:
-        """In-process: record the spans ended since the last tick (at most ``SPANS_PER_PASS``, unless
-        ``everything``: a flush), then mark the traces whose root has ended and whose spans have all
-        ended as ready (after the grace)."""
+        """In-process: record the spans ended since the last tick (``SPANS_PER_PASS`` at most, all for a
+        flush), then mark the traces whose root and spans have all ended ready (after the grace)."""
         assert self._reader is not None
         now = self.clock()
         ended, records, lost = self.open_spans.drain(now, None if everything else SPANS_PER_PASS)
@@ -360,7 +358,7 @@ class Assembler:
                 # Executions only: a span that records the model's request for a call is no call run.
                 new = [s for s in buf.steps[buf.live_cursor :] if isinstance(s, ToolCall) and s.observed]
                 buf.live_cursor = len(buf.steps)
-                models = sorted((s for s in buf.steps if isinstance(s, ModelCall)), key=_start)
+                models = sorted((s for s in buf.steps if isinstance(s, ModelCall)), key=_BY_START)
                 out.append(LiveBatch(buf.context, new, models))
             self._live_dirty.clear()
         return out
@@ -382,10 +380,9 @@ class Assembler:
 
 def _keep_earliest(buf: _Buffer, values: list[tuple[str, Any]], start_ns: int) -> None:
     """Keep each captured attribute's value from the earliest span, whatever order spans arrive in."""
-    captured_at = buf.captured_at
     for key, value in values:
-        if key not in captured_at or start_ns < captured_at[key]:
-            captured_at[key] = start_ns
+        if key not in buf.captured_at or start_ns < buf.captured_at[key]:
+            buf.captured_at[key] = start_ns
             buf.context.attributes[key] = value
 
 
@@ -401,7 +398,3 @@ def _root_ended(buf: _Buffer, record: SpanRecord) -> None:
         return
     buf.root_ended, buf.root_is_trace_root = True, trace_root
     ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = record.span_id, record.start_ns, record.end_ns
-
-
-def _start(step: ModelCall) -> int:
-    return step.start_ns

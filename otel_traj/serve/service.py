@@ -174,8 +174,7 @@ class Service:
         self._health = HealthApp(registry, self._not_ready, self._health_lines)
 
     def _health_lines(self) -> list[str]:
-        """What ``/healthz`` adds to ``ok``: the state of a store on a server (never on the ingest
-        path: ``/readyz`` does not depend on it)."""
+        """What ``/healthz`` adds to ``ok``: a store server's state (``/readyz`` does not depend on it)."""
         return [self.store.state().describe()] if isinstance(self.store, PostgresSink) else []
 
     # -- lifecycle ------------------------------------------------------------------------------
