@@ -47,6 +47,7 @@ bench: $(BASE_STAMP)
 	$(BIN)/python benchmarks/worker.py
 	$(BIN)/python benchmarks/receiver.py
 	$(BIN)/python benchmarks/soak.py
+	$(BIN)/python benchmarks/offline.py
 	$(BIN)/python benchmarks/cli.py
 
 lint: $(DEV_STAMP)
