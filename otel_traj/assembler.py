@@ -21,7 +21,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -32,6 +31,7 @@ from otel_traj.records import Finished, LiveBatch, RecordMaker, SpanRecord, Trac
 from otel_traj.spanview import SpanView, Wanted
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, Step, ToolCall, Unreadable
+from otel_traj.trace_buffer import TraceBuffer, keep_earliest, root_ended
 
 logger = logging.getLogger("otel_traj")
 
@@ -48,26 +48,6 @@ class SpanReader(NamedTuple):
 
     view: Callable[[Any, Wanted], SpanView]
     trace_id: Callable[[Any], int]
-
-
-@dataclass(slots=True)
-class _Buffer:
-    context: TraceContext
-    created: float
-    steps: list[Step] = field(default_factory=list)
-    # Earliest-start value per captured attribute, so arrival order never changes the result.
-    captured_at: dict[str, int] = field(default_factory=dict)
-    root_ended: bool = False
-    # Whether the root recorded has no parent at all (the trace's root, not a process's local root).
-    root_is_trace_root: bool = False
-    ready_at: float | None = None
-    seen: set[int] = field(default_factory=set)
-    parents: set[int] = field(default_factory=set)
-    live_cursor: int = 0
-    # Run metadata as JSON text (``dialects.context``), parsed off the hot path.
-    metadata: str | None = None
-    # Steps dropped unread because the worker was ``max_backlog`` spans behind.
-    backlog_steps: int = 0
 
 
 class Assembler:
@@ -87,14 +67,14 @@ class Assembler:
         self.stats = stats or PipelineStats()
         self._lock = threading.Lock()
         # In the order they were created: the oldest, and those past the TTL, come first.
-        self._buffers: dict[int, _Buffer] = {}
+        self._buffers: dict[int, TraceBuffer] = {}
         self._done: OrderedDict[int, None] = OrderedDict()
         self._live_dirty: set[int] = set()
         # Traces whose ``ready_at`` is set: with the expired ones, all that ``pop_ready`` looks at, so a
         # tick costs what is ready, not every run in flight.
         self._candidates: set[int] = set()
         # In-process runs evicted for ``max_traces``, handed over incomplete by the next ``pop_ready``.
-        self._evicted: list[_Buffer] = []
+        self._evicted: list[TraceBuffer] = []
         self.clock: Callable[[], float] = time.monotonic  # replaceable: tests move time on
         self.make_record = RecordMaker(self.config.capture_attributes, self.config.max_chars)
         # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
@@ -186,7 +166,7 @@ class Assembler:
         new = {r.trace_id for r in records if r.trace_id not in buffers and r.trace_id not in done}
         return not new or len(buffers) + len(new) <= max_traces
 
-    def _open(self, record: SpanRecord, lost_step: bool) -> _Buffer | None:
+    def _open(self, record: SpanRecord, lost_step: bool) -> TraceBuffer | None:
         """The buffer a trace's first span opens, or None. In-process, a span with nothing for us
         opens none (a root ending first means the trace had no GenAI step) unless its step was
         dropped: that run must be counted. Received spans always do: children may come."""
@@ -195,7 +175,7 @@ class Assembler:
             return None
         return self._new_buffer(record)
 
-    def _new_buffer(self, record: SpanRecord) -> _Buffer:
+    def _new_buffer(self, record: SpanRecord) -> TraceBuffer:
         # Only in-process runs, which cannot be refused, are evicted (the receiver's admission bounds).
         if self.track_starts and len(self._buffers) >= self.config.max_traces:
             self._evict_oldest()
@@ -205,7 +185,7 @@ class Assembler:
             service_name=nonempty_str(resource.get("service.name")),
             service_version=nonempty_str(resource.get("service.version")),
         )
-        buf = _Buffer(context=ctx, created=self.clock())
+        buf = TraceBuffer(context=ctx, created=self.clock())
         self._buffers[record.trace_id] = buf
         self.stats.traces_in_flight = len(self._buffers)
         return buf
@@ -216,24 +196,24 @@ class Assembler:
         self._evicted.append(self._take(trace_id))
         self.open_spans.forget(trace_id)
 
-    def _take(self, trace_id: int) -> _Buffer:
+    def _take(self, trace_id: int) -> TraceBuffer:
         buf = self._buffers.pop(trace_id)
         self._candidates.discard(trace_id)
         self._live_dirty.discard(trace_id)
         self._remember_done(trace_id)
         return buf
 
-    def _record(self, buf: _Buffer, record: SpanRecord) -> None:
+    def _record(self, buf: TraceBuffer, record: SpanRecord) -> None:
         """What a span tells about its trace besides its step: times, root, captured values and, for
         received spans, which parents are still to come."""
         ctx, start_ns = buf.context, record.start_ns
         if start_ns and (not ctx.start_ns or start_ns < ctx.start_ns):
             ctx.start_ns = start_ns
         if record.captured:
-            _keep_earliest(buf, record.captured, start_ns)
+            keep_earliest(buf, record.captured, start_ns)
         ctx.end_ns = max(ctx.end_ns, record.end_ns)
         if record.is_local_root:
-            _root_ended(buf, record)
+            root_ended(buf, record)
         if not self.track_starts:
             span_id, parent_id = record.span_id, record.parent_id
             buf.seen.add(span_id)
@@ -242,7 +222,7 @@ class Assembler:
             if parent_id is not None and parent_id not in buf.seen:
                 buf.parents.add(parent_id)
 
-    def _add_step(self, buf: _Buffer, step: Step) -> None:
+    def _add_step(self, buf: TraceBuffer, step: Step) -> None:
         if len(buf.steps) >= self.config.max_steps:
             buf.context.dropped_steps += 1
             self.stats.count_dropped("max_steps")
@@ -251,7 +231,7 @@ class Assembler:
         if isinstance(step, ToolCall):
             self._live_dirty.add(buf.context.trace_id)
 
-    def _looks_complete(self, buf: _Buffer) -> bool:
+    def _looks_complete(self, buf: TraceBuffer) -> bool:
         if not buf.root_ended:
             return False
         if self.track_starts:
@@ -320,7 +300,7 @@ class Assembler:
             self.stats.traces_in_flight = len(self._buffers)
         return [run for run in (self._hand_over(*item) for item in taken) if run is not None]
 
-    def _hand_over(self, buf: _Buffer, complete: bool, evicted: bool = False) -> Finished | None:
+    def _hand_over(self, buf: TraceBuffer, complete: bool, evicted: bool = False) -> Finished | None:
         # Guarded: a run that cannot be handed over costs that run only (counted).
         ctx = buf.context
         if not buf.steps:
@@ -337,7 +317,7 @@ class Assembler:
             self.stats.count_dropped("max_traces")
         return Finished(ctx, buf.steps, complete and not buf.backlog_steps, buf.backlog_steps)
 
-    def _apply_metadata(self, buf: _Buffer) -> None:
+    def _apply_metadata(self, buf: TraceBuffer) -> None:
         """Captured keys that only the run's metadata JSON holds (``metadata={"app.customer_id": …}``)."""
         if buf.metadata is None:
             return
@@ -376,25 +356,3 @@ class Assembler:
     def idle(self) -> bool:
         """No trace in flight and, in-process, no span open or queued: nothing can become ready."""
         return not self._buffers and self.open_spans.idle
-
-
-def _keep_earliest(buf: _Buffer, values: list[tuple[str, Any]], start_ns: int) -> None:
-    """Keep each captured attribute's value from the earliest span, whatever order spans arrive in."""
-    for key, value in values:
-        if key not in buf.captured_at or start_ns < buf.captured_at[key]:
-            buf.captured_at[key] = start_ns
-            buf.context.attributes[key] = value
-
-
-def _root_ended(buf: _Buffer, record: SpanRecord) -> None:
-    """Keep the trace's root: a span without a parent wins over a process's local root (parent in
-    another process), then the earliest."""
-    trace_root = record.parent_id is None
-    ctx = buf.context
-    if buf.root_ended and (
-        buf.root_is_trace_root > trace_root
-        or (buf.root_is_trace_root == trace_root and ctx.root_start_ns <= record.start_ns)
-    ):
-        return
-    buf.root_ended, buf.root_is_trace_root = True, trace_root
-    ctx.root_span_id, ctx.root_start_ns, ctx.root_end_ns = record.span_id, record.start_ns, record.end_ns
