@@ -80,12 +80,14 @@ class Assembler:
         # In-process only: open-span bookkeeping the span hooks feed without taking this lock.
         self.open_spans = OpenSpans()
         self.behind = False  # in-process: the last pass left ended spans queued
+        self.held = 0  # bytes the runs in flight hold (``TraceBuffer.held``)
         # Span counts are written under this assembler's lock only, never the stats lock: no race.
 
     def restart_in_child(self) -> None:
         """After ``fork``: empty, with a lock of its own (the parent's runs are the parent's)."""
         self._lock = threading.Lock()
         self.behind = False
+        self.held = 0
         self._buffers.clear()
         self._done.clear()
         self._live_dirty.clear()
@@ -133,7 +135,7 @@ class Assembler:
                                 unreadable += 1
                             else:
                                 accepted += 1
-                            self._add_step(buf, step)
+                            self._add_step(buf, step, record.held)
                             if buf.metadata is None:
                                 buf.metadata = record.metadata
                         if not track_starts and self._looks_complete(buf):
@@ -158,13 +160,18 @@ class Assembler:
     # -- internals (lock held) ------------------------------------------------------------------
 
     def _admits(self, records: Sequence[SpanRecord], max_traces: int) -> bool:
-        """Whether the buffers the spans would open stay within ``max_traces`` (an empty assembler
-        takes any request)."""
+        """Whether the buffers the spans would open stay within ``max_traces``, and none opens while
+        the runs in flight hold ``max_held_bytes`` (an empty assembler takes any request)."""
         buffers, done = self._buffers, self._done
         if not buffers:
             return True
         new = {r.trace_id for r in records if r.trace_id not in buffers and r.trace_id not in done}
-        return not new or len(buffers) + len(new) <= max_traces
+        return not new or (len(buffers) + len(new) <= max_traces and not self.over_budget)
+
+    @property
+    def over_budget(self) -> bool:
+        """The runs in flight hold ``max_held_bytes``: no new trace is taken until some are handed on."""
+        return self.held >= self.config.max_held_bytes
 
     def _open(self, record: SpanRecord, lost_step: bool) -> TraceBuffer | None:
         """The buffer a trace's first span opens, or None. In-process, a span with nothing for us
@@ -172,6 +179,9 @@ class Assembler:
         dropped: that run must be counted. Received spans always do: children may come."""
         opens = record.step is not None or lost_step
         if self.track_starts and not opens and (record.is_local_root or not record.captured):
+            return None
+        if self.track_starts and self.over_budget:  # a new run is not kept (the service refuses it)
+            self.stats.count_dropped("max_held_bytes")
             return None
         return self._new_buffer(record)
 
@@ -198,6 +208,8 @@ class Assembler:
 
     def _take(self, trace_id: int) -> TraceBuffer:
         buf = self._buffers.pop(trace_id)
+        self.held -= buf.held
+        self.stats.held_bytes = self.held
         self._candidates.discard(trace_id)
         self._live_dirty.discard(trace_id)
         self._remember_done(trace_id)
@@ -222,12 +234,20 @@ class Assembler:
             if parent_id is not None and parent_id not in buf.seen:
                 buf.parents.add(parent_id)
 
-    def _add_step(self, buf: TraceBuffer, step: Step) -> None:
-        if len(buf.steps) >= self.config.max_steps:
+    def _add_step(self, buf: TraceBuffer, step: Step, held: int) -> None:
+        """Keep ``step`` unless its run is at ``max_steps`` or ``max_trace_bytes``: a run that floods
+        pays with its own steps, not other runs."""
+        over = "max_steps" if len(buf.steps) >= self.config.max_steps else None
+        if over is None and buf.held + held > self.config.max_trace_bytes:
+            over = "max_trace_bytes"
+        if over is not None:
             buf.context.dropped_steps += 1
-            self.stats.count_dropped("max_steps")
+            self.stats.count_dropped(over)
             return
         buf.steps.append(step)
+        buf.held += held
+        self.held += held
+        self.stats.held_bytes = self.held
         if isinstance(step, ToolCall):
             self._live_dirty.add(buf.context.trace_id)
 

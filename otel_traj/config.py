@@ -28,7 +28,9 @@ class AssemblerConfig:
     threads); ttl_s: a trace whose root never ends is graded as incomplete after this long (set it
     above the p99 agent-run length); max_traces / max_steps / max_chars: memory caps; max_backlog:
     in-process spans waiting for the worker; max_event_bytes: GenAI events (log records) waiting for
-    their spans, in bytes of memory as allocated. What a cap drops is counted in ``otel_traj_dropped_total``.
+    their spans, in bytes of memory as allocated; max_trace_bytes / max_held_bytes: the memory one run
+    in flight, and all of them, hold (``held.held_bytes``: as allocated, deferred parses included).
+    What a cap drops is counted in ``otel_traj_dropped_total``.
 
     max_chars caps every text a run keeps until it is graded (arguments, results, messages, names,
     ids, captured attributes, run metadata) in characters; a character takes at most 4 bytes, so a
@@ -43,6 +45,8 @@ class AssemblerConfig:
     max_chars: int = field(default_factory=env.MAX_VALUE_CHARS.read)
     max_backlog: int = field(default_factory=env.MAX_BACKLOG.read)
     max_event_bytes: int = field(default_factory=env.MAX_EVENT_BYTES.read)
+    max_trace_bytes: int = field(default_factory=env.MAX_TRACE_BYTES.read)
+    max_held_bytes: int = field(default_factory=env.MAX_HELD_BYTES.read)
     capture_attributes: tuple[str, ...] = DEFAULT_CAPTURE
     late_memory: int = 10_000
 
@@ -50,7 +54,14 @@ class AssemblerConfig:
         # A cap of 0 or a NaN wait is accepted by nothing downstream: it would drop or stall every run.
         for name in ("grace_s", "ttl_s"):
             env.SECONDS.require(name, getattr(self, name))
-        for name in ("max_traces", "max_steps", "max_chars", "max_backlog"):
+        for name in (
+            "max_traces",
+            "max_steps",
+            "max_chars",
+            "max_backlog",
+            "max_trace_bytes",
+            "max_held_bytes",
+        ):
             env.COUNT.require(name, getattr(self, name))
         for name in ("max_event_bytes", "late_memory"):
             env.SIZE.require(name, getattr(self, name))

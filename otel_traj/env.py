@@ -188,6 +188,20 @@ MAX_VALUE_CHARS = _declare(
     "OTEL_TRAJ_MAX_VALUE_CHARS", COUNT, 4_096, "characters kept of each text a run holds", "characters"
 )
 MAX_BACKLOG = _declare("OTEL_TRAJ_MAX_BACKLOG", COUNT, 100_000, "in-process spans waiting for the worker")
+MAX_TRACE_BYTES = _declare(
+    "OTEL_TRAJ_MAX_TRACE_BYTES",
+    COUNT,
+    64 * MIB,
+    "memory one run in flight holds; its later steps are dropped (`max_trace_bytes`)",
+    "bytes",
+)
+MAX_HELD_BYTES = _declare(
+    "OTEL_TRAJ_MAX_HELD_BYTES",
+    COUNT,
+    1024 * MIB,
+    "memory the runs in flight hold; past it `serve` refuses new traces, in-process they are not kept",
+    "bytes",
+)
 MAX_EVENT_BYTES = _declare(
     "OTEL_TRAJ_MAX_EVENT_BYTES",
     SIZE,

@@ -17,6 +17,7 @@ from otel_traj import env
 from otel_traj.dialects import DEFAULT_MAX_CHARS, may_be_step, read_span
 from otel_traj.dialects._base import clip_text
 from otel_traj.dialects.context import capture_sources, captured_values, metadata_text
+from otel_traj.held import held_bytes
 from otel_traj.spanview import SpanView
 from otel_traj.steps import ModelCall, Step, ToolCall, Unreadable
 from otel_traj.throttle import Throttle
@@ -82,6 +83,8 @@ class SpanRecord:
     resource: Mapping[str, Any]
     # The span's kind vocabularies disagreed (``dialects.recognize``): settled, and counted.
     contradicted: bool = False
+    # Bytes of memory its step, captured values and metadata hold (``held.held_bytes``).
+    held: int = 0
 
 
 class RecordMaker:
@@ -112,6 +115,7 @@ class RecordMaker:
             if self._keys.isdisjoint(attributes)
             else captured_values(attributes, self.sources, self._max_chars)
         )
+        metadata = metadata_text(attributes, self._capture, self._max_chars) if step is not None else None
         return SpanRecord(
             trace_id=view.trace_id,
             span_id=view.span_id,
@@ -121,9 +125,10 @@ class RecordMaker:
             end_ns=view.end_ns,
             step=step,
             captured=captured,
-            metadata=metadata_text(attributes, self._capture, self._max_chars) if step is not None else None,
+            metadata=metadata,
             resource=view.resource,
             contradicted=contradicted,
+            held=held_bytes(step) + held_bytes(captured) + held_bytes(metadata),
         )
 
 

@@ -25,6 +25,7 @@ class StatsSnapshot:
     judge_calls: dict[tuple[str, str], int] = field(default_factory=dict)
     contradictions: int = 0
     queued: dict[str, int] = field(default_factory=dict)
+    held_bytes: int = 0
 
 
 @dataclass
@@ -33,6 +34,8 @@ class PipelineStats:
     dropped: dict[str, int] = field(default_factory=dict)
     sink_errors: dict[str, int] = field(default_factory=dict)
     traces_in_flight: int = 0
+    # Bytes of memory the runs in flight hold (the assembler's ``held``).
+    held_bytes: int = 0
     internal_errors: int = 0
     # Custom checks that raised or returned no CheckResult, by check name.
     check_errors: dict[str, int] = field(default_factory=dict)
@@ -92,6 +95,7 @@ class PipelineStats:
         """After ``fork``: a lock the parent held at that moment would stay held here."""
         self._lock = threading.Lock()
         self.traces_in_flight = 0
+        self.held_bytes = 0
 
     def snapshot(self) -> StatsSnapshot:
         with self._lock:
@@ -105,4 +109,5 @@ class PipelineStats:
                 judge_calls=dict(self.judge_calls),
                 contradictions=self.contradictions,
                 queued={name: depth() for name, depth in self.queues.items()},
+                held_bytes=self.held_bytes,
             )

@@ -29,6 +29,8 @@ class TraceBuffer:
     metadata: str | None = None
     # Steps dropped unread because the worker was ``max_backlog`` spans behind.
     backlog_steps: int = 0
+    # Bytes of memory its steps hold (``SpanRecord.held``), against ``max_trace_bytes``.
+    held: int = 0
 
 
 def keep_earliest(buf: TraceBuffer, values: list[tuple[str, Any]], start_ns: int) -> None:

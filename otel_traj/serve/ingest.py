@@ -130,6 +130,13 @@ class Ingest:
         self.pipeline.stats.count_internal_error()
         logger.exception("OTLP/%s request failed", transport)
 
+    def _why_full(self) -> str:
+        assembler = self.assembler
+        if assembler.over_budget:
+            limit = assembler.config.max_held_bytes
+            return f"the runs in flight hold {assembler.held} bytes, the limit is {limit} (max_held_bytes)"
+        return f"{assembler.in_flight} traces in flight, the limit is {self.max_traces}"
+
     def accept(self, batch: SpanBatch) -> Accepted:
         """Add every span of ``batch`` or none; raises :class:`Refused` when over capacity, and
         :class:`Unfit` when the request alone holds more than ``max_traces`` traces."""
@@ -147,10 +154,7 @@ class Ingest:
                 raise Refused("shutting down", self.retry_after_s)
             was_idle = self.assembler.idle
             if not self.assembler.add_all(records, self.max_traces):
-                raise Refused(
-                    f"{self.assembler.in_flight} traces in flight, the limit is {self.max_traces}",
-                    self.retry_after_s,
-                )
+                raise Refused(self._why_full(), self.retry_after_s)
         if was_idle:
             # The worker of an idle service sleeps longer than its tick: the first request wakes it.
             self.pipeline.wake.set()

@@ -81,7 +81,7 @@ def _sum(snapshots: Iterable[StatsSnapshot]) -> StatsSnapshot:
     check_errors: Counter[str] = Counter()
     judge_calls: Counter[tuple[str, str]] = Counter()
     queued: Counter[str] = Counter()
-    in_flight = internal = contradictions = 0
+    in_flight = internal = contradictions = held = 0
     for snap in snapshots:
         check_errors.update(snap.check_errors)
         judge_calls.update(snap.judge_calls)
@@ -90,6 +90,7 @@ def _sum(snapshots: Iterable[StatsSnapshot]) -> StatsSnapshot:
         dropped.update(snap.dropped)
         sink_errors.update(snap.sink_errors)
         in_flight += snap.traces_in_flight
+        held += snap.held_bytes
         internal += snap.internal_errors
         contradictions += snap.contradictions
     return StatsSnapshot(
@@ -102,6 +103,7 @@ def _sum(snapshots: Iterable[StatsSnapshot]) -> StatsSnapshot:
         judge_calls=dict(judge_calls),
         contradictions=contradictions,
         queued=dict(queued),
+        held_bytes=held,
     )
 
 
@@ -110,6 +112,9 @@ def _families(snap: StatsSnapshot | None) -> list[Metric]:
         "otel_traj_spans", "Spans seen by the trajectory pipeline, by what became of them.", labels=["result"]
     )
     in_flight = GaugeMetricFamily("otel_traj_traces_in_flight", "Traces buffered and not yet graded.")
+    held = GaugeMetricFamily(
+        "otel_traj_held_bytes", "Bytes of memory the runs in flight hold (against OTEL_TRAJ_MAX_HELD_BYTES)."
+    )
     dropped = CounterMetricFamily(
         "otel_traj_dropped",
         "Spans, steps or trajectories dropped by a cap or a full queue.",
@@ -153,6 +158,7 @@ def _families(snap: StatsSnapshot | None) -> list[Metric]:
             if result not in SPAN_RESULTS:
                 spans.add_metric([result], count)
         in_flight.add_metric([], snap.traces_in_flight)
+        held.add_metric([], snap.held_bytes)
         for reason, count in sorted(snap.dropped.items()):
             dropped.add_metric([reason], count)
         for sink, count in sorted(snap.sink_errors.items()):
@@ -168,4 +174,5 @@ def _families(snap: StatsSnapshot | None) -> list[Metric]:
         judge_calls,
         contradictions,
         queues,
+        held,
     ]
