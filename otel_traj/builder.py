@@ -25,7 +25,7 @@ from otel_traj.joins import (
     results_from_requests,
 )
 from otel_traj.records import TraceContext, nonempty_str
-from otel_traj.steps import AgentRun, ModelCall, Step, ToolCall, Unreadable, span_hex
+from otel_traj.steps import AgentRun, ContextOperation, ModelCall, Step, ToolCall, Unreadable, span_hex
 from otel_traj.trajectory import Tokens, Trajectory
 
 _MS = 1_000_000
@@ -267,11 +267,12 @@ def _final_answer(top: list[AgentRun], models: list[ModelCall], outputs: list[To
 
 def _partition(
     steps: Iterable[Step],
-) -> tuple[list[ToolCall], list[ModelCall], list[AgentRun], list[Unreadable]]:
+) -> tuple[list[ToolCall], list[ModelCall], list[AgentRun], list[ContextOperation], list[Unreadable]]:
     """The run's steps by kind, each in start order."""
     tools: list[ToolCall] = []
     models: list[ModelCall] = []
     agents: list[AgentRun] = []
+    operations: list[ContextOperation] = []
     unreadable: list[Unreadable] = []
     for step in steps:
         if isinstance(step, ToolCall):
@@ -280,11 +281,13 @@ def _partition(
             models.append(step)
         elif isinstance(step, AgentRun):
             agents.append(step)
+        elif isinstance(step, ContextOperation):
+            operations.append(step)
         else:
             unreadable.append(step)
-    for kind in (tools, models, agents, unreadable):
+    for kind in (tools, models, agents, operations, unreadable):
         kind.sort(key=_order)
-    return tools, models, agents, unreadable
+    return tools, models, agents, operations, unreadable
 
 
 def _calls(models: list[ModelCall], tools: list[ToolCall]) -> tuple[list[ModelCall], list[ToolCall]]:
@@ -318,7 +321,7 @@ def build_trajectory(
     context: TraceContext, steps: Iterable[Step], complete: bool = True, backlog_steps: int = 0
 ) -> Trajectory:
     """The run's trajectory. ``backlog_steps``: steps the assembler dropped unread (``max_backlog``)."""
-    tools, models, agents, unreadable = _partition(steps)
+    tools, models, agents, operations, unreadable = _partition(steps)
     models, tools = _calls(models, tools)
     outputs = [t for t in tools if t.output]
     tools = [t for t in tools if not t.output]
@@ -356,4 +359,6 @@ def build_trajectory(
         dropped_steps=context.dropped_steps,
         backlog_steps=backlog_steps,
         unreadable=tuple(unreadable),
+        context_reads=tuple(op for op in operations if not op.writes),
+        memory_writes=tuple(op for op in operations if op.writes),
     )

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+from otel_traj.dialects import operations
 from otel_traj.dialects._base import as_str
 from otel_traj.dialects._messages import (
     Output,
@@ -32,17 +33,9 @@ DIALECT = "semconv"
 MODEL_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
 OPERATION = "gen_ai.operation.name"
-# The operations the conventions define that run no tool, model or agent step of a trajectory.
-_NOT_STEPS = (
-    "embeddings",
-    "retrieval",
-    "create_agent",
-    "plan",
-    "search_memory",
-    "create_memory",
-    "update_memory",
-    "delete_memory",
-)
+# The operations the conventions define that run no step of a trajectory. Retrieval and memory
+# operations are context operations (``operations``).
+_NOT_STEPS = ("embeddings", "create_agent", "plan", "create_memory_store")
 VOCABULARY = Vocabulary(
     OPERATION,
     DIALECT,
@@ -50,6 +43,7 @@ VOCABULARY = Vocabulary(
         "execute_tool": "tool",
         **dict.fromkeys(sorted(MODEL_OPERATIONS), "model"),
         **dict.fromkeys(sorted(AGENT_OPERATIONS), "agent"),
+        **operations.meanings(),
         **not_steps(_NOT_STEPS),
     },
 )
