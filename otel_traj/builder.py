@@ -16,7 +16,7 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from otel_traj.dialects._base import dumps
+from otel_traj.dialects._base import dumps, parse_json
 from otel_traj.dialects.declarations import CONVERSATION_KEYS, answer_in, is_output_tool
 from otel_traj.joins import (
     ids_from_resent_calls,
@@ -115,6 +115,7 @@ def _merged_model(outer: ModelCall, inner: ModelCall) -> ModelCall:
         provider=inner.provider or outer.provider,
         finish_reasons=inner.finish_reasons or outer.finish_reasons,
         requested_tools=inner.requested_tools or outer.requested_tools,
+        tool_definitions=inner.tool_definitions or outer.tool_definitions,
         input_source=inner.input_text or outer.input_text,
         output_text=inner.output_text or outer.output_text,
         **changes,
@@ -317,6 +318,18 @@ def _finished_call(call: ToolCall, parallel: bool) -> ToolCall:
     return replace(call, **changes) if changes else call
 
 
+def _tool_definitions(models: Sequence[ModelCall]) -> dict[str, Mapping[str, Any]]:
+    """Per tool, the parameters schema of the first request that offers it (parsed once per name)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for model in models:
+        for name, text in model.tool_definitions:
+            if name not in found:
+                schema = parse_json(text)
+                if isinstance(schema, dict):
+                    found[name] = schema
+    return found
+
+
 def build_trajectory(
     context: TraceContext, steps: Iterable[Step], complete: bool = True, backlog_steps: int = 0
 ) -> Trajectory:
@@ -361,4 +374,5 @@ def build_trajectory(
         unreadable=tuple(unreadable),
         context_reads=tuple(op for op in operations if not op.writes),
         memory_writes=tuple(op for op in operations if op.writes),
+        tool_definitions=_tool_definitions(models),
     )

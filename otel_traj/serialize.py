@@ -95,6 +95,8 @@ def trajectory_to_dict(traj: Trajectory, redaction: TraceRedaction | None = None
         # Retrievals and memory searches (context for later arguments), memory writes (side effects).
         "context_reads": [context_operation_to_dict(op, redaction) for op in traj.context_reads],
         "memory_writes": [context_operation_to_dict(op, redaction) for op in traj.memory_writes],
+        # The parameters schema of each tool the model was offered (``gen_ai.tool.definitions``).
+        "tool_definitions": dict(traj.tool_definitions),
         "model_turns": traj.model_turns,
         "input_tokens": traj.tokens.input,
         "output_tokens": traj.tokens.output,

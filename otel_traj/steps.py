@@ -137,6 +137,9 @@ class ModelCall(_LazyInput):
     # The usage recorded is the run's so far, not this call's (a dialect says so): the builder takes
     # the difference from the call before.
     cumulative_usage: bool = False
+    # ``(tool name, parameters JSON Schema as JSON text)`` of the tools the request offered
+    # (``gen_ai.tool.definitions``), each schema within ``max_chars``.
+    tool_definitions: tuple[tuple[str, str], ...] = ()
     input_source: LazyText = None
     output_text: str | None = None
     ok: bool = True

@@ -69,6 +69,9 @@ class Trajectory:
     # Memory writes (``create_memory``, ``update_memory`` ...), in start order: side effects a
     # policy names as ``memory:<operation>``.
     memory_writes: Sequence[ContextOperation] = ()
+    # Per tool, the parameters JSON Schema the model was offered (``gen_ai.tool.definitions``), as
+    # the first request that defines the tool gives it.
+    tool_definitions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Priced once, when first read, by ``otel_traj.cost.run_cost`` (a memo: the price of the steps).
     cost: RunCost | None = field(default=None, compare=False, repr=False)
 

@@ -17,12 +17,15 @@ from otel_traj import checks
 from otel_traj.adapters.sdk import from_readable_span
 from otel_traj.dialects import to_step
 from otel_traj.dialects.operations import TABLE
+from otel_traj.judge.evidence import judge_evidence
 from otel_traj.offline import grade_runs, trajectories_from_views
 from otel_traj.policy import ToolContract, Tools, load_policy
 from otel_traj.policy.rules import Confirmation, Injection, Relation
+from otel_traj.policy.suggest_rules import argument_schemas
+from otel_traj.redact import Redactor
 from otel_traj.reports.html import render_html
 from otel_traj.serialize import trajectory_to_dict, verdict_to_dict
-from otel_traj.steps import ContextOperation
+from otel_traj.steps import ContextOperation, ModelCall
 from otel_traj.trajectory import Trajectory
 from tests.dialect_spans import record
 from tests.support_trajectories import EXAMPLE_POLICY
@@ -205,3 +208,49 @@ def test_a_memory_write_a_policy_guards_needs_confirmation() -> None:
     assert result.reason.startswith("memory:delete_memory was not confirmed")
     unguarded = Confirmation(tools=("memory:update_memory",))
     assert checks.check_confirmation(traj, unguarded).reason == "no high-risk tool called"
+
+
+LOOKUP = {"type": "object", "properties": {"invoice_id": {"type": "string"}}, "required": ["invoice_id"]}
+DEFINITIONS = [
+    {"type": "function", "name": "create_refund_request", "parameters": LOOKUP},
+    {"type": "function", "name": "no_schema"},
+]
+
+
+def _chat(definitions: Any, begin: int = 50, end: int = 60) -> Span:
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 5,
+        "gen_ai.tool.definitions": definitions,
+    }
+    return "chat gpt-4o-mini", attributes, begin, end
+
+
+def test_tool_definitions_are_read_from_the_request() -> None:
+    traj = _run([_chat(json.dumps(DEFINITIONS)), _refund()])
+    assert traj.tool_definitions == {"create_refund_request": LOOKUP}
+    assert trajectory_to_dict(traj)["tool_definitions"] == {"create_refund_request": LOOKUP}
+
+
+def test_a_schema_longer_than_max_chars_is_left_out() -> None:
+    view = record("chat m", _chat(json.dumps(DEFINITIONS))[1])
+    step = to_step(view, max_chars=20)
+    assert isinstance(step, ModelCall) and step.tool_definitions == ()
+
+
+def test_policy_suggest_proposes_the_declared_schema() -> None:
+    runs = [_run([_chat(json.dumps(DEFINITIONS)), _refund()])]
+    assert argument_schemas(runs)["create_refund_request"] == (LOOKUP, 1)
+    inferred = argument_schemas([_run([_refund()])])["create_refund_request"][0]
+    assert inferred != LOOKUP and set(inferred["required"]) == set(REFUND)
+
+
+def test_the_judge_sees_the_declared_schema_of_a_tool_without_contract() -> None:
+    traj = _run([_chat(json.dumps(DEFINITIONS)), _refund()])
+    policy = load_policy(EXAMPLE_POLICY).for_agent("support_agent")
+    redaction = Redactor().scope(traj)
+    assert "tool_definitions" not in judge_evidence(traj, policy, redaction)
+    bare = policy.model_copy(update={"tools": Tools()})
+    assert judge_evidence(traj, bare, redaction)["tool_definitions"] == {"create_refund_request": LOOKUP}
