@@ -16,7 +16,7 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
-from otel_traj.dialects._base import dumps
+from otel_traj.dialects._base import dumps, parse_json
 from otel_traj.dialects.declarations import CONVERSATION_KEYS, answer_in, is_output_tool
 from otel_traj.joins import (
     ids_from_resent_calls,
@@ -25,7 +25,7 @@ from otel_traj.joins import (
     results_from_requests,
 )
 from otel_traj.records import TraceContext, nonempty_str
-from otel_traj.steps import AgentRun, ModelCall, Step, ToolCall, Unreadable, span_hex
+from otel_traj.steps import AgentRun, ContextOperation, ModelCall, Step, ToolCall, Unreadable, span_hex
 from otel_traj.trajectory import Tokens, Trajectory
 
 _MS = 1_000_000
@@ -115,6 +115,7 @@ def _merged_model(outer: ModelCall, inner: ModelCall) -> ModelCall:
         provider=inner.provider or outer.provider,
         finish_reasons=inner.finish_reasons or outer.finish_reasons,
         requested_tools=inner.requested_tools or outer.requested_tools,
+        tool_definitions=inner.tool_definitions or outer.tool_definitions,
         input_source=inner.input_text or outer.input_text,
         output_text=inner.output_text or outer.output_text,
         **changes,
@@ -267,11 +268,12 @@ def _final_answer(top: list[AgentRun], models: list[ModelCall], outputs: list[To
 
 def _partition(
     steps: Iterable[Step],
-) -> tuple[list[ToolCall], list[ModelCall], list[AgentRun], list[Unreadable]]:
+) -> tuple[list[ToolCall], list[ModelCall], list[AgentRun], list[ContextOperation], list[Unreadable]]:
     """The run's steps by kind, each in start order."""
     tools: list[ToolCall] = []
     models: list[ModelCall] = []
     agents: list[AgentRun] = []
+    operations: list[ContextOperation] = []
     unreadable: list[Unreadable] = []
     for step in steps:
         if isinstance(step, ToolCall):
@@ -280,11 +282,13 @@ def _partition(
             models.append(step)
         elif isinstance(step, AgentRun):
             agents.append(step)
+        elif isinstance(step, ContextOperation):
+            operations.append(step)
         else:
             unreadable.append(step)
-    for kind in (tools, models, agents, unreadable):
+    for kind in (tools, models, agents, operations, unreadable):
         kind.sort(key=_order)
-    return tools, models, agents, unreadable
+    return tools, models, agents, operations, unreadable
 
 
 def _calls(models: list[ModelCall], tools: list[ToolCall]) -> tuple[list[ModelCall], list[ToolCall]]:
@@ -314,11 +318,23 @@ def _finished_call(call: ToolCall, parallel: bool) -> ToolCall:
     return replace(call, **changes) if changes else call
 
 
+def _tool_definitions(models: Sequence[ModelCall]) -> dict[str, Mapping[str, Any]]:
+    """Per tool, the parameters schema of the first request that offers it (parsed once per name)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for model in models:
+        for name, text in model.tool_definitions:
+            if name not in found:
+                schema = parse_json(text)
+                if isinstance(schema, dict):
+                    found[name] = schema
+    return found
+
+
 def build_trajectory(
     context: TraceContext, steps: Iterable[Step], complete: bool = True, backlog_steps: int = 0
 ) -> Trajectory:
     """The run's trajectory. ``backlog_steps``: steps the assembler dropped unread (``max_backlog``)."""
-    tools, models, agents, unreadable = _partition(steps)
+    tools, models, agents, operations, unreadable = _partition(steps)
     models, tools = _calls(models, tools)
     outputs = [t for t in tools if t.output]
     tools = [t for t in tools if not t.output]
@@ -356,4 +372,7 @@ def build_trajectory(
         dropped_steps=context.dropped_steps,
         backlog_steps=backlog_steps,
         unreadable=tuple(unreadable),
+        context_reads=tuple(op for op in operations if not op.writes),
+        memory_writes=tuple(op for op in operations if op.writes),
+        tool_definitions=_tool_definitions(models),
     )

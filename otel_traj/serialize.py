@@ -10,7 +10,7 @@ from typing import Any
 
 from otel_traj.cost import CallCost, run_cost
 from otel_traj.redact import Redactor, TraceRedaction
-from otel_traj.steps import ModelCall, ToolCall, span_hex
+from otel_traj.steps import ContextOperation, ModelCall, ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import CheckResult, Verdict
 
@@ -41,6 +41,23 @@ def tool_call_to_dict(call: ToolCall, redaction: TraceRedaction | None = None) -
         "parallel": call.parallel,
         "start_ns": call.start_ns,
         "end_ns": call.end_ns,
+    }
+
+
+def context_operation_to_dict(
+    operation: ContextOperation, redaction: TraceRedaction | None = None
+) -> dict[str, Any]:
+    return {
+        "step_id": operation.step_id,
+        "name": operation.name,
+        "operation": operation.operation,
+        "source": operation.source,
+        "query": _text(redaction, operation.query),
+        "text": _text(redaction, operation.text),
+        "ok": operation.ok,
+        "error_type": operation.error_type,
+        "start_ns": operation.start_ns,
+        "end_ns": operation.end_ns,
     }
 
 
@@ -75,6 +92,11 @@ def trajectory_to_dict(traj: Trajectory, redaction: TraceRedaction | None = None
         # The agent's calls, then the structured-output calls (``kind: "output"``) that returned its answer.
         "tool_calls": [tool_call_to_dict(t, redaction) for t in (*traj.tool_calls, *traj.output_calls)],
         "model_calls": [model_call_to_dict(m, c) for m, c in zip(traj.model_calls, cost.calls, strict=True)],
+        # Retrievals and memory searches (context for later arguments), memory writes (side effects).
+        "context_reads": [context_operation_to_dict(op, redaction) for op in traj.context_reads],
+        "memory_writes": [context_operation_to_dict(op, redaction) for op in traj.memory_writes],
+        # The parameters schema of each tool the model was offered (``gen_ai.tool.definitions``).
+        "tool_definitions": dict(traj.tool_definitions),
         "model_turns": traj.model_turns,
         "input_tokens": traj.tokens.input,
         "output_tokens": traj.tokens.output,

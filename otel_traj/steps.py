@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-StepKind = Literal["tool", "model", "agent"]
+# ``context``: a retrieval or memory operation (``ContextOperation``), no tool, model or agent step.
+StepKind = Literal["tool", "model", "agent", "context"]
 # Where a tool call's arguments were read: its own execution span, or the model's request for it.
 ArgumentsSource = Literal["execution", "request"]
 
@@ -136,6 +137,9 @@ class ModelCall(_LazyInput):
     # The usage recorded is the run's so far, not this call's (a dialect says so): the builder takes
     # the difference from the call before.
     cumulative_usage: bool = False
+    # ``(tool name, parameters JSON Schema as JSON text)`` of the tools the request offered
+    # (``gen_ai.tool.definitions``), each schema within ``max_chars``.
+    tool_definitions: tuple[tuple[str, str], ...] = ()
     input_source: LazyText = None
     output_text: str | None = None
     ok: bool = True
@@ -184,6 +188,73 @@ class AgentRun(_LazyInput):
     kind: StepKind = field(default="agent", init=False)
 
 
+# The conventions' memory operations that change what a memory store holds: side effects.
+MEMORY_WRITES = frozenset(
+    {"create_memory", "update_memory", "upsert_memory", "delete_memory", "delete_memory_store"}
+)
+MEMORY_PREFIX = "memory:"
+RETRIEVAL_PREFIX = "retrieval:"
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class ContextOperation:
+    """A retrieval or memory operation of the run (``gen_ai.operation.name`` ``retrieval``,
+    ``search_memory``, ``create_memory`` ...): what it read is context a later argument may come
+    from, what it wrote is a side effect. Neither is a tool call: no budget, order rule or tool
+    count sees it."""
+
+    operation: str
+    span_id: int
+    parent_id: int | None = None
+    start_ns: int = 0
+    end_ns: int = 0
+    # The data source or memory store (``gen_ai.data_source.id``, ``gen_ai.memory.store.id``).
+    source: str | None = None
+    query: str | None = None
+    # What the operation returned (documents, memory records) or, for a write, what it stored: as
+    # the span records it (JSON text for structured values), cut to ``max_chars``.
+    text: str | None = None
+    ok: bool = True
+    error_type: str | None = None
+    dialect: str = ""
+    truncated: bool = False
+
+    kind: StepKind = field(default="context", init=False)
+
+    @property
+    def writes(self) -> bool:
+        return self.operation in MEMORY_WRITES
+
+    @property
+    def name(self) -> str:
+        """How a policy names it where it names tools: ``memory:<operation>`` for a memory
+        operation, ``retrieval:<operation>`` for a retrieval."""
+        prefix = RETRIEVAL_PREFIX if self.operation == "retrieval" else MEMORY_PREFIX
+        return prefix + self.operation
+
+    @property
+    def step_id(self) -> str:
+        return span_hex(self.span_id)
+
+    def as_call(self) -> ToolCall:
+        """The operation as the checks that compare arguments with earlier results, or look for
+        side effects after an instruction, read a call: named ``name``, its text the result."""
+        return ToolCall(
+            name=self.name,
+            span_id=self.span_id,
+            parent_id=self.parent_id,
+            start_ns=self.start_ns,
+            end_ns=self.end_ns,
+            result=None if self.writes else self.text,
+            arguments_text=self.text if self.writes else None,
+            ok=self.ok,
+            error_type=self.error_type,
+            dialect=self.dialect,
+            step_id=self.step_id,
+            truncated=self.truncated,
+        )
+
+
 @dataclass(slots=True, frozen=True, kw_only=True)
 class Unreadable:
     """A span with GenAI evidence that yields no complete step, or whose reading raised. Kept in the
@@ -207,4 +278,4 @@ class Unreadable:
         return span_hex(self.span_id)
 
 
-Step = ToolCall | ModelCall | AgentRun | Unreadable
+Step = ToolCall | ModelCall | AgentRun | ContextOperation | Unreadable

@@ -115,6 +115,7 @@ class _StoredRun(_Stored):
     complete: bool = True
     total_cost_usd: float | None = None
     cost_reason: str | None = None
+    tool_definitions: dict[str, dict[str, Any]] = {}
 
     def _cost(self) -> RunCost | None:
         """The cost the verdict recorded (prices change: it is not priced again); ``None`` for a
@@ -148,6 +149,7 @@ class _StoredRun(_Stored):
             user_input=self.user_input,
             final_answer=self.final_answer,
             attributes=dict(self.attributes),
+            tool_definitions=dict(self.tool_definitions),
             complete=self.complete,
             errors=[e for e in self.errors if e is not None],
             cost=self._cost(),

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from otel_traj.steps import AgentRun, ModelCall, ToolCall, Unreadable, trace_hex
+from otel_traj.steps import AgentRun, ContextOperation, ModelCall, ToolCall, Unreadable, trace_hex
 
 if TYPE_CHECKING:
     from otel_traj.cost import RunCost
@@ -62,6 +62,16 @@ class Trajectory:
     backlog_steps: int = 0
     # Spans with GenAI evidence that could not be read into a step: the run cannot be verified.
     unreadable: Sequence[Unreadable] = ()
+    # Retrieval and memory searches, in start order: what they returned is context a later argument
+    # may come from (``grounded``, ``relations``, ``injection``). Not tool calls: no budget, order
+    # rule or tool count sees them.
+    context_reads: Sequence[ContextOperation] = ()
+    # Memory writes (``create_memory``, ``update_memory`` ...), in start order: side effects a
+    # policy names as ``memory:<operation>``.
+    memory_writes: Sequence[ContextOperation] = ()
+    # Per tool, the parameters JSON Schema the model was offered (``gen_ai.tool.definitions``), as
+    # the first request that defines the tool gives it.
+    tool_definitions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Priced once, when first read, by ``otel_traj.cost.run_cost`` (a memo: the price of the steps).
     cost: RunCost | None = field(default=None, compare=False, repr=False)
 

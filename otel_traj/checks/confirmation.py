@@ -1,8 +1,9 @@
 """``confirmation``: a high-risk action needs the user's yes, or an approval tool's, before it.
 
-Each call of a tool in ``confirmation.tools`` must follow either a user message matching
-``confirmation.user_pattern`` that came after the agent's last question, or a successful call of
-one of ``confirmation.approval_tools`` that ended before it started. The user's messages are the
+Each call of a tool in ``confirmation.tools`` (a memory write by its name, ``memory:delete_memory``)
+must follow either a user message matching ``confirmation.user_pattern`` that came after the
+agent's last question, or a successful call of one of ``confirmation.approval_tools`` that ended
+before it started. The user's messages are the
 last user message of each model request (``ModelCall.input_text``; the run's input when no request
 recorded one), the agent's are each response's text.
 
@@ -247,6 +248,14 @@ class _Approvals:
         return found > 0
 
 
+def _actions(traj: Trajectory, guarded: frozenset[str]) -> list[ToolCall]:
+    """The calls of the guarded tools, with the memory writes a policy guards by their name
+    (``memory:delete_memory``), in start order."""
+    calls = [c for c in traj.tool_calls if c.name in guarded]
+    writes = [w.as_call() for w in traj.memory_writes if w.name in guarded]
+    return sorted(calls + writes, key=lambda c: (c.start_ns, c.end_ns)) if writes else calls
+
+
 def check_confirmation(
     traj: Trajectory,
     confirmation: Confirmation,
@@ -262,9 +271,7 @@ def check_confirmation(
     actions = 0
     approved = _Approvals(traj, approval_tools)
     said: _Confirmations | None = None
-    for call in traj.tool_calls:
-        if call.name not in guarded:
-            continue
+    for call in _actions(traj, guarded):
         actions += 1
         if approved_earlier or approved.before(call):
             continue

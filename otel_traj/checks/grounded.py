@@ -1,4 +1,5 @@
-"""``grounded``: listed arguments must appear in the user's input or an earlier tool result.
+"""``grounded``: listed arguments must appear in the user's input, an earlier tool result, or what an
+earlier retrieval or memory search returned (``Trajectory.context_reads``).
 
 Catches made-up ids: a refund for an invoice nobody mentioned and no lookup returned.
 
@@ -132,6 +133,10 @@ def check_grounded(traj: Trajectory, tools: Tools, severity: Severity = "error")
     sources = _Sources()
     if traj.user_input:
         sources.add(traj.user_input, _ALWAYS)
+    # What a retrieval or memory search returned counts, as a result does, once it had ended.
+    for read in traj.context_reads:
+        if read.text:
+            sources.add(read.text, read.end_ns or _ALWAYS)
     for call in traj.tool_calls:
         contract = tools.contracts.get(call.name)
         if contract is not None and contract.grounded:

@@ -2,6 +2,8 @@
 
 A refund larger than the invoice it refunds, a transfer above the balance just read: each value
 is grounded in an earlier result, but the relation between them is what the business rule says.
+What a retrieval or memory search returned is an earlier result of ``retrieval:retrieval`` or
+``memory:search_memory``.
 
 Linear in the size of the trajectory: a call reads back through at most the last ``MAX_EARLIER``
 successful results of the source tool, and each relation is evaluated on a result at most once per
@@ -139,6 +141,10 @@ def check_relations(traj: Trajectory, tools: Tools, severity: Severity = "error"
     unknown: list[str] = []
     checked = 0
     earlier = _Earlier()
+    # Retrievals and memory searches are earlier results too, named ``retrieval:retrieval``,
+    # ``memory:search_memory``; ``finished_before`` keeps those that ended before each call.
+    for read in traj.context_reads:
+        earlier.add(read.as_call())
     for call in traj.tool_calls:
         contract = tools.contracts.get(call.name)
         if contract is not None and contract.relations:

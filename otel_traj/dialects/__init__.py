@@ -16,6 +16,7 @@ from typing import Any
 from otel_traj.dialects import adk, haystack, pydantic_ai, semconv
 from otel_traj.dialects._base import clip_text
 from otel_traj.dialects.evidence import agent_step, model_step, tool_step
+from otel_traj.dialects.operations import context_step
 from otel_traj.dialects.recognize import EVIDENCE_KEYS, RECOGNIZER_KEYS, Kind, classify
 from otel_traj.dialects.sources import UnreadableField
 from otel_traj.spanview import SpanView
@@ -99,6 +100,8 @@ def _build(kind: Kind, view: SpanView, attrs: Mapping[str, Any], max_chars: int)
         return tool_step(view, attrs, kind.dialect, max_chars)
     if kind.kind == "model":
         return model_step(view, attrs, kind.dialect, max_chars)
+    if kind.kind == "context":
+        return context_step(view, attrs, kind.dialect, max_chars)
     return agent_step(view, attrs, kind.dialect, max_chars)
 
 

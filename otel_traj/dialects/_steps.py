@@ -212,6 +212,7 @@ def model_call(
     resent_calls: Callable[[], tuple[RequestedTool, ...]] | None = None,
     failed_results: tuple[str, ...] = (),
     cumulative_usage: bool = False,
+    tool_definitions: tuple[tuple[str, str], ...] = (),
 ) -> ModelCall:
     ok, error_type, _ = span_error(view, attrs)
     if len(requested) > MAX_REQUESTED:
@@ -234,6 +235,7 @@ def model_call(
         resent_source=_lazy_calls(resent_calls, max_chars),
         failed_results=failed_results,
         cumulative_usage=cumulative_usage,
+        tool_definitions=tool_definitions,
         input_source=_lazy_text(input_text, max_chars),
         output_text=_text(output_text, max_chars),
         ok=ok,

@@ -195,6 +195,7 @@ def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         resent_calls=semconv.input_calls(attrs, max_chars),
         failed_results=first_of(fields.MODEL_FAILED_RESULTS, view, attrs, max_chars) or (),
         cumulative_usage=agentops.cumulative_usage(view, attrs),
+        tool_definitions=semconv.tool_definitions(attrs, max_chars),
     )
 
 

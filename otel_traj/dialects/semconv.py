@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from otel_traj.dialects._base import as_str
+from otel_traj.dialects import operations
+from otel_traj.dialects._base import PARSE_LIMIT, as_str, dumps, loads
 from otel_traj.dialects._messages import (
     Output,
     as_messages,
@@ -32,17 +33,9 @@ DIALECT = "semconv"
 MODEL_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
 OPERATION = "gen_ai.operation.name"
-# The operations the conventions define that run no tool, model or agent step of a trajectory.
-_NOT_STEPS = (
-    "embeddings",
-    "retrieval",
-    "create_agent",
-    "plan",
-    "search_memory",
-    "create_memory",
-    "update_memory",
-    "delete_memory",
-)
+# The operations the conventions define that run no step of a trajectory. Retrieval and memory
+# operations are context operations (``operations``).
+_NOT_STEPS = ("embeddings", "create_agent", "plan", "create_memory_store")
 VOCABULARY = Vocabulary(
     OPERATION,
     DIALECT,
@@ -50,6 +43,7 @@ VOCABULARY = Vocabulary(
         "execute_tool": "tool",
         **dict.fromkeys(sorted(MODEL_OPERATIONS), "model"),
         **dict.fromkeys(sorted(AGENT_OPERATIONS), "agent"),
+        **operations.meanings(),
         **not_steps(_NOT_STEPS),
     },
 )
@@ -68,6 +62,36 @@ MCP_METHOD = "mcp.method.name"
 MCP_TOOL_CALL = "tools/call"
 # Strands records a tool's result as Bedrock content blocks ``[{"text": ...}]``: the text is the result.
 _STRANDS_TEXT_BLOCKS = '[{"text": '
+
+
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+# Tools kept per request: a request offers a handful; a span listing thousands is cut, not kept.
+MAX_DEFINITIONS = 128
+
+
+def tool_definitions(attrs: Mapping[str, Any], max_chars: int) -> tuple[tuple[str, str], ...]:
+    """``(name, parameters schema as JSON)`` of the tools ``gen_ai.tool.definitions`` offers (a list
+    of ``{type, name, description, parameters}``, structured or a JSON string); a schema longer than
+    ``max_chars`` is left out rather than cut into JSON that no longer parses."""
+    raw = attrs.get(TOOL_DEFINITIONS)
+    if raw is None:
+        return ()
+    definitions = loads(raw, PARSE_LIMIT) if isinstance(raw, str) else raw
+    if isinstance(definitions, tuple):
+        definitions = [loads(d) if isinstance(d, str) else d for d in definitions]
+    if not isinstance(definitions, list):
+        return ()
+    found: list[tuple[str, str]] = []
+    for definition in definitions[:MAX_DEFINITIONS]:
+        if not isinstance(definition, Mapping):
+            continue
+        name, parameters = definition.get("name"), definition.get("parameters")
+        if not isinstance(name, str) or not name or not isinstance(parameters, Mapping):
+            continue
+        text = dumps(parameters)
+        if text is not None and len(text) <= max_chars and len(name) <= max_chars:
+            found.append((name, text))
+    return tuple(found)
 
 
 def strands_result(value: Any, attrs: Mapping[str, Any]) -> Any:

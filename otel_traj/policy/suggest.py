@@ -29,6 +29,7 @@ from otel_traj.policy.suggest_rules import (
     ScopeFinding,
     ToolUse,
     argument_schemas,
+    declared_schemas,
     order_findings,
     repeat_findings,
     scope_findings,
@@ -156,6 +157,8 @@ class AgentSuggestion:
     runs_with_subject: int
     contracts: dict[str, tuple[dict[str, Any], int]]
     repeats: list[RepeatFinding]
+    # Tools whose schema is the one the runs declared (``gen_ai.tool.definitions``), not inferred.
+    declared: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -185,6 +188,7 @@ def suggest_agent(agent: str, runs: Sequence[Trajectory], settings: SuggestSetti
         runs_with_subject=runs_with_subject,
         contracts=argument_schemas(runs),
         repeats=repeat_findings(good),
+        declared=frozenset(declared_schemas(runs)),
     )
 
 

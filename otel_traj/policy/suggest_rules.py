@@ -172,11 +172,22 @@ def scope_findings(
     return findings, with_subject
 
 
+def declared_schemas(runs: Sequence[Trajectory]) -> dict[str, dict[str, Any]]:
+    """Per tool, the parameters schema the runs' model requests declared for it
+    (``gen_ai.tool.definitions``), the latest run's."""
+    declared: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        declared.update({name: dict(schema) for name, schema in run.tool_definitions.items()})
+    return declared
+
+
 def argument_schemas(runs: Sequence[Trajectory]) -> dict[str, tuple[dict[str, Any], int]]:
-    """Per tool, the JSON Schema ``genson`` infers from the arguments of its successful calls (the
-    keys present in every call are ``required``), and the number of calls it saw."""
+    """Per tool, the JSON Schema its model requests declared (``declared_schemas``), else the one
+    ``genson`` infers from the arguments of its successful calls (the keys present in every call are
+    ``required``), and the number of calls it saw."""
     from genson import SchemaBuilder
 
+    declared = declared_schemas(runs)
     builders: dict[str, SchemaBuilder] = {}
     seen: Counter[str] = Counter()
     for run in runs:
@@ -184,7 +195,7 @@ def argument_schemas(runs: Sequence[Trajectory]) -> dict[str, tuple[dict[str, An
             if call.observed and call.ok and call.arguments is not None:
                 builders.setdefault(call.name, SchemaBuilder(schema_uri=None)).add_object(call.arguments)
                 seen[call.name] += 1
-    return {name: (builders[name].to_schema(), seen[name]) for name in sorted(builders)}
+    return {name: (declared.get(name) or builders[name].to_schema(), seen[name]) for name in sorted(builders)}
 
 
 def repeat_findings(runs: Sequence[Trajectory]) -> list[RepeatFinding]:

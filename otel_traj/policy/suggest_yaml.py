@@ -69,7 +69,8 @@ def _tools(agent: AgentSuggestion) -> list[str]:
         for tool, (schema, calls) in agent.contracts.items():
             dumped = yaml.safe_dump(schema, sort_keys=True, default_flow_style=False, allow_unicode=True)
             lines.append(f"{_INDENT * 2}{name(tool)}:")
-            lines.append(f"{_INDENT * 3}schema:" + _comment(f"inferred from {calls} successful calls"))
+            how = "declared by the model requests," if tool in agent.declared else "inferred from"
+            lines.append(f"{_INDENT * 3}schema:" + _comment(f"{how} {calls} successful calls"))
             lines += _block(dumped.splitlines(), 4)
     return lines
 

@@ -63,6 +63,7 @@ padding-right:8px}
 .track{position:relative;flex:1;height:100%}
 .bar{position:absolute;top:5px;height:14px;border-radius:3px;background:var(--tool);min-width:3px;outline:none}
 .row.model .bar{background:var(--model)}
+.row.context .bar{background:var(--mute)}
 .row.error .bar{background:var(--err)}
 .row.flagged .bar{box-shadow:0 0 0 2px #fff,0 0 0 3px var(--err)}
 .row.flagged.warning .bar{box-shadow:0 0 0 2px #fff,0 0 0 3px var(--warn)}
@@ -140,10 +141,13 @@ class _Step:
 
 
 def _steps(v: Mapping[str, Any]) -> list[_Step]:
-    """Model turns and observed tool calls in start order, numbered from 1."""
+    """Model turns, observed tool calls, retrievals and memory operations in start order, numbered
+    from 1."""
     raw: list[tuple[int, str, Mapping[str, Any]]] = []
     raw += [(m.get("start_ns") or 0, "model", m) for m in v.get("model_calls") or ()]
     raw += [(t.get("start_ns") or 0, "tool", t) for t in v.get("tool_calls") or () if t.get("observed", True)]
+    operations = (*(v.get("context_reads") or ()), *(v.get("memory_writes") or ()))
+    raw += [(c.get("start_ns") or 0, "context", c) for c in operations]
     raw.sort(key=lambda r: (r[0], r[1] == "tool"))
     steps: list[_Step] = []
     turn = 0
@@ -156,8 +160,13 @@ def _steps(v: Mapping[str, Any]) -> list[_Step]:
             detail = {"model": str(s.get("model") or "model"), "tokens": tokens, "next": wants}
             steps.append(_Step(number, kind, f"turn {turn}", start, end, True, detail, s.get("step_id", "")))
             continue
-        detail = {"arguments": _json(s.get("arguments"))}
-        if s.get("ok", True):
+        if kind == "context":
+            detail = {"source": str(s.get("source") or ""), "arguments": str(s.get("query") or "")}
+        else:
+            detail = {"arguments": _json(s.get("arguments"))}
+        if kind == "context" and s.get("ok", True):
+            detail["result"] = str(s.get("text") or "")
+        elif s.get("ok", True):
             detail["result"] = _json(s.get("result"))
         else:
             detail["error"] = str(s.get("error") or s.get("error_type") or "error")
