@@ -35,6 +35,10 @@ from otel_traj.dialects.sources import UnreadableField, first_of
 from otel_traj.spanview import KIND_SERVER, SpanView
 from otel_traj.steps import AgentRun, ModelCall, ToolCall
 
+# Tool spans a framework writes for its own bookkeeping: no tool ran (Google ADK's span after a
+# response with several calls).
+NOT_TOOLS = frozenset({"(merged tools)"})
+
 
 def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ToolCall | None:
     """The tool call a span records; None for a framework's bookkeeping span (``NOT_TOOLS``). Raises
@@ -46,7 +50,7 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
     )
     if name is None:
         raise UnreadableField("tool name", "no source names the tool")
-    if name in fields.NOT_TOOLS:
+    if name in NOT_TOOLS:
         return None
     raw_arguments = first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars, _well_formed)
     if raw_arguments is None:

@@ -1,11 +1,10 @@
 """The evidence table: for each field of a step, every source a span may record it in, in precedence.
 
 A span is classified once (tool, model or agent; see ``otel_traj.dialects``), then each field is read
-from the first of its sources that yields a value, whichever dialect classified the span: a span that
-carries two dialects' keys (an OpenInference span kind next to a vendor's own argument attribute)
-loses nothing. Dedicated keys come first (the GenAI semantic conventions, then each vendor's own),
-generic input/output keys after them, span events and span names last. ``docs/dialects.md``
-reproduces this table (``tests/test_docs.py`` keeps the two equal).
+from the first of its sources that yields a value, whichever dialect classified the span: a span with
+two dialects' keys loses nothing. Dedicated keys come first (the GenAI semantic conventions, then each
+vendor's own), generic input/output keys after them, span events and span names last.
+``docs/dialects.md`` reproduces this table (``tests/test_docs.py`` keeps the two equal).
 """
 
 from __future__ import annotations
@@ -46,9 +45,6 @@ _LLAMAINDEX_MESSAGES = (
 )
 # Span names that say what the span is, not which tool or agent it ran.
 GENERIC_NAMES = frozenset({"running tool", "execute_tool", "agent run", "invoke_agent", "call_llm", "chat"})
-# Tool spans a framework writes for its own bookkeeping: no tool ran (Google ADK's span after a
-# response with several calls).
-NOT_TOOLS = frozenset({"(merged tools)"})
 
 
 def _span_name_after(prefix: str) -> Source:
