@@ -46,6 +46,7 @@ __all__ = [
     "Query",
     "SqliteSink",
     "StoreError",
+    "StoreSink",
     "connect",
     "prepare",
     "read_verdicts",
@@ -207,7 +208,45 @@ def _locked(exc: Exception) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and (exc.sqlite_errorcode & 0xFF) in _LOCKED
 
 
-class SqliteSink(Sink):
+class StoreSink(Sink):
+    """What both store engines do alike: a verdict, a conversation's verdict or a judge's result
+    becomes its rows here (``prepare``, redacted) and waits in the sink's ``Delivery`` for the writer.
+    A subclass sets ``_redactor`` and ``_delivery`` and writes the rows (its delivery's ``deliver``)."""
+
+    _redactor: Redactor | None
+    _delivery: Delivery[Item]
+
+    def export(self, verdict: Verdict) -> None:
+        try:
+            prepared = prepare(verdict, self._redactor)
+        except Exception:  # a verdict that cannot be encoded costs only itself
+            self.stats.count_sink_error(type(self).__name__)
+            logger.exception("the verdict of trace %s cannot be stored", verdict.trajectory.trace_hex)
+            return
+        self._delivery.put(prepared)
+
+    def on_judgement(self, result: JudgeResult) -> None:
+        """An LLM judge's result, into the table ``judgements`` (see ``store_judgements``)."""
+        self._delivery.put(judgement_row(result, self._redactor))
+
+    def export_conversation(self, verdict: ConversationVerdict) -> None:
+        """A conversation's verdict, into the table ``conversations`` (see ``store_conversations``); one
+        that cannot be encoded raises, and the pipeline counts it as this sink's error."""
+        self._delivery.put(conversation_row(verdict, self._redactor))
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Wait until everything exported so far is committed; False if that takes longer than
+        ``timeout_millis`` (a locked database or a server away keeps it queued)."""
+        return self._delivery.force_flush(timeout_millis)
+
+    def shutdown(self, timeout_millis: int = 30_000) -> None:
+        """Write what is queued and return within ``timeout_millis`` whatever the writer does. A
+        writer still busy then finishes its batch on its own; what it has not taken is counted as
+        dropped (``store_shutdown``)."""
+        self._delivery.shutdown(timeout_millis)
+
+
+class SqliteSink(StoreSink):
     """Persists every verdict in the SQLite store at ``path`` (created if missing).
 
     Args:
@@ -264,24 +303,6 @@ class SqliteSink(Sink):
     def _close(self) -> None:
         self._conn.close()
 
-    def export(self, verdict: Verdict) -> None:
-        try:
-            prepared = prepare(verdict, self._redactor)
-        except Exception:  # a verdict that cannot be encoded costs only itself
-            self.stats.count_sink_error(type(self).__name__)
-            logger.exception("the verdict of trace %s cannot be stored", verdict.trajectory.trace_hex)
-            return
-        self._delivery.put(prepared)
-
-    def on_judgement(self, result: JudgeResult) -> None:
-        """An LLM judge's result, into the table ``judgements`` (see ``store_judgements``)."""
-        self._delivery.put(judgement_row(result, self._redactor))
-
-    def export_conversation(self, verdict: ConversationVerdict) -> None:
-        """A conversation's verdict, into the table ``conversations`` (see ``store_conversations``); one
-        that cannot be encoded raises, and the pipeline counts it as this sink's error."""
-        self._delivery.put(conversation_row(verdict, self._redactor))
-
     def _deliver(self, items: list[Item]) -> Retry[Item] | None:
         """Write a batch, each table in its transaction; what found the database locked is retried."""
         retry: list[Item] = []
@@ -333,15 +354,3 @@ class SqliteSink(Sink):
             self.stats.count_dropped("store", len(rows))
             logger.error("writing %d %s to %s failed", len(rows), what, self.path, exc_info=exc)
         return []
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Wait until every verdict exported so far is committed; False if that takes longer than
-        ``timeout_millis``."""
-        return self._delivery.force_flush(timeout_millis)
-
-    def shutdown(self, timeout_millis: int = 30_000) -> None:
-        """Write what is queued, close the store, and return within ``timeout_millis`` whatever the
-        writer does. A writer still busy then (another connection holding a write transaction makes
-        it wait up to 10 s per batch) finishes its batch on its own; the verdicts it has not taken are
-        counted as dropped (``store_shutdown``)."""
-        self._delivery.shutdown(timeout_millis)

@@ -27,21 +27,17 @@ from typing import TYPE_CHECKING, Any
 from otel_traj import env
 from otel_traj.delivery import Delivery, Retry, backoff_delay
 from otel_traj.forks import leave_to_parent
-from otel_traj.sinks.base import Sink
-from otel_traj.sinks.store import UPSERT, Item, Prepared, Redact, prepare, store_redactor
+from otel_traj.sinks.store import UPSERT, Item, Prepared, Redact, StoreSink, store_redactor
 from otel_traj.sinks.store_conversations import UPSERT as CONVERSATION_UPSERT
-from otel_traj.sinks.store_conversations import ConversationRow, conversation_row
+from otel_traj.sinks.store_conversations import ConversationRow
 from otel_traj.sinks.store_judgements import UPSERT as JUDGEMENT_UPSERT
-from otel_traj.sinks.store_judgements import JudgementRow, judgement_row
+from otel_traj.sinks.store_judgements import JudgementRow
 from otel_traj.sinks.store_postgres_schema import connect, pg_sql, shown
 from otel_traj.sinks.store_retention import EVERY_S, Retention, prune
-from otel_traj.verdict import Verdict
 
 if TYPE_CHECKING:
     import psycopg
 
-    from otel_traj.conversations import ConversationVerdict
-    from otel_traj.judge.result import JudgeResult
 
 logger = logging.getLogger("otel_traj.sinks.store")
 
@@ -91,7 +87,7 @@ class StoreState:
         return f"store: down for {ago:.0f}s ({self.error}), {self.waiting} waiting"
 
 
-class PostgresSink(Sink):
+class PostgresSink(StoreSink):
     """Persists every verdict, conversation verdict and judge result in the PostgreSQL store at
     ``url`` (its schema created or migrated on first connection).
 
@@ -164,23 +160,6 @@ class PostgresSink(Sink):
         with self._state_lock:
             current = self._state
         return StoreState(current.up, current.since, current.error, self._delivery.pending)
-
-    # -- producers ------------------------------------------------------------------------------
-
-    def export(self, verdict: Verdict) -> None:
-        try:
-            prepared = prepare(verdict, self._redactor)
-        except Exception:  # a verdict that cannot be encoded costs only itself
-            self.stats.count_sink_error(type(self).__name__)
-            logger.exception("the verdict of trace %s cannot be stored", verdict.trajectory.trace_hex)
-            return
-        self._delivery.put(prepared)
-
-    def on_judgement(self, result: JudgeResult) -> None:
-        self._delivery.put(judgement_row(result, self._redactor))
-
-    def export_conversation(self, verdict: ConversationVerdict) -> None:
-        self._delivery.put(conversation_row(verdict, self._redactor))
 
     def _dropped(self, items: Sequence[Item], reason: str) -> None:
         if reason in ("shutdown", "closed"):
@@ -279,15 +258,3 @@ class PostgresSink(Sink):
             self.pruned += prune(delete, cutoff)
         except psycopg.Error:
             logger.exception("%s: deleting rows older than the retention failed", self.path)
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Wait until everything exported so far is committed; False if that takes longer than
-        ``timeout_millis`` (a server away longer keeps it queued)."""
-        return self._delivery.force_flush(timeout_millis)
-
-    def shutdown(self, timeout_millis: int = 30_000) -> None:
-        """Write what is queued within ``timeout_millis``; what is left then (a server still away)
-        is counted as ``store_shutdown``."""
-        self._delivery.shutdown(timeout_millis)
