@@ -20,6 +20,8 @@ import pytest
 from otel_traj.cli import build_parser
 from otel_traj.dialects.fields import TABLE
 from otel_traj.dialects.recognize import vocabulary_rows
+from otel_traj.sinks import evaluation_records
+from otel_traj.versions import Versions
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -209,3 +211,24 @@ def test_the_dialect_evidence_table_is_the_code() -> None:
     text = (ROOT / "docs" / "dialects.md").read_text()
     documented = text.split("<!-- evidence-table -->\n", 1)[1].split("\n<!-- /evidence-table -->", 1)[0]
     assert documented == "\n".join(rows)
+
+
+def test_the_evaluation_attribute_table_is_the_code() -> None:
+    """docs/conversations.md lists every attribute the `gen_ai.evaluation.result` records carry: the
+    attribute names evaluation_records.py defines, each version of ``Versions`` under its prefix."""
+    names = {
+        value
+        for key, value in vars(evaluation_records).items()
+        if key.isupper() and isinstance(value, str) and value.startswith(("gen_ai.", "otel_traj."))
+    }
+    prefixes = {evaluation_records.PREFIX, evaluation_records.VERSION_PREFIX}
+    values = {evaluation_records.EVENT_NAME, evaluation_records.OUTCOME}
+    emitted = names - prefixes - values
+    emitted |= {evaluation_records.VERSION_PREFIX + name for name in Versions().to_dict()}
+    text = (ROOT / "docs" / "conversations.md").read_text()
+    table = text.split("<!-- evaluation-attributes -->\n", 1)[1].split(
+        "\n<!-- /evaluation-attributes -->", 1
+    )[0]
+    documented = re.findall(r"^\| `([^`]+)` \|", table, re.MULTILINE)
+    assert len(documented) == len(set(documented))
+    assert set(documented) == emitted

@@ -1,0 +1,110 @@
+"""Real OpenInference and OpenLLMetry (Traceloop) runs as the Collector's GenAI normalizer passes them
+on (tests/genai_normalizer.py): the trajectory read from the normalized spans against the one read
+from the recorded spans, with the normalizer's originals kept (its default) and removed.
+
+What differs is declared per framework, each with the Go mapping that causes it; every other part of
+the trajectory (tool calls with names, arguments, results and call ids; model calls with tokens and
+requested calls; agent runs; the user's message and the answer) must read the same.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otel_traj.adapters.files import read_trace_inputs
+from otel_traj.offline import trajectories_from_views
+from otel_traj.trajectory import Trajectory
+from tests.genai_normalizer import normalize_otlp
+from tests.real_frameworks import run_files
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+PROFILES = {"openinference": "openinference", "traceloop": "openllmetry"}
+RUNS = sorted(
+    (path.parent.name, path.name.removesuffix(".otlp.json"))
+    for path in REAL.glob("*/*.otlp.json")
+    if any(source in path.parent.name for source in PROFILES)
+)
+
+# `messages.go` rebuilds `gen_ai.input.messages` / `gen_ai.output.messages` from the flattened
+# `llm.*_messages.N.message.*` attributes when the span has none; otel-traj reads those before
+# `input.value` / `output.value`. Where the framework's flattened messages leave out what its
+# `input.value` holds, the rebuilt messages hide it, originals kept or not.
+CHANGED_KEPT: dict[str, frozenset[str]] = {
+    # DSPy's flattened request is the ChatAdapter prompt: the rebuilt input messages are read as the
+    # user's message instead of the `question` in `input.value`.
+    "dspy_openinference": frozenset({"user_input"}),
+    # Google ADK flattens the user's message as `message.contents.0.message_content.text`, which
+    # applyField does not read: the rebuilt user message has no parts, and the one in ADK's own
+    # `llm_request` is no longer read.
+    "google_adk_openinference": frozenset({"user_input"}),
+    # Haystack flattens the tool results with neither `content` nor `tool_call_id`, and the requested
+    # calls without `id`: the call ids and results that only `input.value`'s ChatMessage reprs carry
+    # are read no more (buildSingleMessage writes no id it was not given).
+    "haystack_openinference": frozenset({"tools", "models"}),
+}
+# `remove_originals` also drops every source attribute it renamed and every flattened message
+# attribute (read or not: `name`, `contents.*`). On top of the above:
+CHANGED_REMOVED: dict[str, frozenset[str]] = {
+    **CHANGED_KEPT,
+    # `valuemappings.go`: `chain` -> `invoke_agent`. CHAIN spans (the framework's internal steps)
+    # become agent runs without `gen_ai.agent.name`, and `agent.name` is gone from the agent span.
+    "beeai_openinference": frozenset({"agent_runs"}),
+    "crewai_openinference": frozenset({"agent_runs"}),
+    "google_adk_openinference": frozenset({"user_input", "agent_runs"}),
+    "haystack_openinference": frozenset({"tools", "models", "agent_runs"}),
+    "llamaindex_openinference": frozenset({"agent_runs"}),
+    "langgraph_openinference": frozenset({"agent", "agent_runs"}),
+    "smolagents_openinference": frozenset({"agent", "agent_runs"}),
+    # DSPy: with `openinference.span.kind` renamed away (TOOL -> `execute_tool`, CHAIN ->
+    # `invoke_agent`) its tool spans lose their results and failures, its `finish` step reads as a
+    # tool, and its modules as unnamed agent runs.
+    "dspy_openinference": frozenset({"user_input", "tools", "agent_runs"}),
+    # `traceloop.span.kind` `task` -> `invoke_agent` with `traceloop.entity.name` as the agent's name:
+    # every task becomes an agent run; `traceloop.entity.output` (a Python repr of the tool's result,
+    # its error flag in `traceloop.entity.*`) moves to `gen_ai.output.messages`.
+    "llamaindex_traceloop": frozenset({"agent", "tools", "agent_runs"}),
+}
+
+
+def _read(path: Path) -> Trajectory:
+    [trajectory] = trajectories_from_views(read_trace_inputs([path]).views)
+    return trajectory
+
+
+def _summary(traj: Trajectory) -> dict[str, Any]:
+    return {
+        "agent": traj.agent,
+        "conversation_id": traj.conversation_id,
+        "user_input": traj.user_input,
+        "final_answer": traj.final_answer,
+        "tools": [
+            (c.name, c.arguments, c.arguments_text, c.result, c.call_id, c.ok) for c in traj.tool_calls
+        ],
+        "models": [
+            (m.model, m.input_tokens, m.output_tokens, [(r.name, r.call_id) for r in m.requested_tools])
+            for m in traj.model_calls
+        ],
+        "agent_runs": [(a.agent_name, a.workflow) for a in traj.agent_runs],
+        "tokens": traj.tokens,
+    }
+
+
+@pytest.mark.parametrize("remove_originals", [False, True], ids=["kept", "removed"])
+@pytest.mark.parametrize(("framework", "scenario"), RUNS, ids=[f"{f}/{s}" for f, s in RUNS])
+def test_normalized_spans_read_the_same(
+    framework: str, scenario: str, remove_originals: bool, tmp_path: Path
+) -> None:
+    [recorded] = run_files(framework, scenario, "otlp.json")
+    [profile] = [p for source, p in PROFILES.items() if source in framework]
+    document = normalize_otlp(json.loads(recorded.read_text()), profile, remove_originals=remove_originals)
+    normalized = tmp_path / recorded.name
+    normalized.write_text(json.dumps(document))
+    before, after = _summary(_read(recorded)), _summary(_read(normalized))
+    changed = (CHANGED_REMOVED if remove_originals else CHANGED_KEPT).get(framework, frozenset())
+    assert {k for k in before if before[k] != after[k]} == changed
+    # Token usage is never lost: `llm.token_count.*` become `gen_ai.usage.*`.
+    assert before["tokens"] == after["tokens"]
