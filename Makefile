@@ -49,6 +49,7 @@ bench: $(BASE_STAMP)
 	$(BIN)/python benchmarks/soak.py
 	$(BIN)/python benchmarks/offline.py
 	$(BIN)/python benchmarks/cli.py
+	$(BIN)/python benchmarks/store.py
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .

@@ -280,7 +280,8 @@ CONVERSATIONS_FROM = _declare(
     "OTEL_TRAJ_CONVERSATIONS_FROM",
     TEXT,
     "traces",
-    "`traces` (the traces `serve` grades) or `logs` (other replicas' trace summaries)",
+    "`traces` (the traces `serve` grades), `logs` (other replicas' trace summaries) or `store` (every "
+    "replica's summaries in the PostgreSQL store)",
 )
 LOG_LEVEL = _declare("OTEL_TRAJ_LOG_LEVEL", TEXT, "INFO", "least severe log records `serve` writes to stderr")
 LOG_FORMAT = _declare("OTEL_TRAJ_LOG_FORMAT", TEXT, "text", "`text`, or `json`: one JSON object per line")

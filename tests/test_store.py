@@ -128,7 +128,7 @@ def test_a_version_1_store_is_read_as_it_is_and_migrated_by_its_next_writer(tmp_
     with closing(connect(path, readonly=True)) as reader:
         assert [v["trace_id"][-1] for v in read_verdicts(reader, Query(failed="scope"))] == ["1"]
     with closing(connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert list(read_verdicts(conn)) == expected
         assert [v["trace_id"][-1] for v in read_verdicts(conn, Query(failed="scope"))] == ["1"]
         assert conn.execute("SELECT count(*) FROM failed_checks").fetchone()[0] == 1

@@ -125,7 +125,7 @@ def test_a_version_2_store_is_read_as_it_is_and_migrated_by_its_next_writer(
         assert len(list(read_verdicts(reader))) == 5
     grade_into(store, spans)
     with closing(connect(store, readonly=True)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert len(read_conversations(conn)) == 2 and len(list(read_verdicts(conn))) == 5
 
 

@@ -120,8 +120,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--conversations-from",
         choices=CONVERSATIONS_FROM,
-        help="grade conversations from the traces this service grades, or from the trace summaries "
-        "received on /v1/logs and LogsService (a fleet's conversation tier) "
+        help="grade conversations from the traces this service grades, from the trace summaries "
+        "received on /v1/logs and LogsService (a fleet's conversation tier), or from every replica's "
+        "summaries in the PostgreSQL --store, each claimed by one replica when idle "
         f"({env.CONVERSATIONS_FROM.cite()})",
     )
     parser.add_argument(

@@ -132,6 +132,9 @@ class Conversations:
                 self._evicted.append(list(oldest.traces.values()))
                 self.stats.count_dropped(DROPPED)
 
+    def close(self) -> None:
+        """Stop what holds conversations elsewhere (a store's claims); nothing to stop in memory."""
+
     def ready(self, flush: bool = False) -> list[ConversationVerdict]:
         """Verdicts of the conversations idle now (every one with ``flush``) and of those evicted."""
         now = self._clock()

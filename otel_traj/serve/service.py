@@ -27,12 +27,12 @@ from uvicorn.config import create_ssl_context
 
 from otel_traj import env
 from otel_traj.adapters.log_events import PendingEvents
-from otel_traj.conversations import Conversations
 from otel_traj.judge.sink import JudgeSink
 from otel_traj.outputs import Outputs, build_sinks
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import PolicyError
 from otel_traj.serve.connections import RequestLimit, idle_closing_protocol
+from otel_traj.serve.conversation_source import conversations_for
 from otel_traj.serve.grpc_receiver import GrpcReceiver
 from otel_traj.serve.health import HealthApp, register_service_metrics
 from otel_traj.serve.http_receiver import OtlpHttpApp
@@ -143,9 +143,8 @@ class Service:
         self.store: SqliteSink | PostgresSink | None = built.store
         self.judges: JudgeSink | None = built.judges
         from_logs = settings.conversations_from == "logs"
-        self.conversations = Conversations(
-            lambda: self.policy.policy, stats=self.stats, observe_traces=not from_logs
-        )
+        source = settings.conversations_from
+        self.conversations = conversations_for(source, lambda: self.policy.policy, self.stats, self.store)
         config = self.policy.assembler_config(settings.assembler)
         self.pipeline = Pipeline(
             grade=self.policy.grade,
@@ -321,6 +320,7 @@ class Service:
             self._grpc.stop(DRAIN_S)
         if self._servers:
             self._servers[0].should_exit = True
+        self.conversations.close()  # its last claims' verdicts go out with the pipeline's shutdown
         self.pipeline.shutdown()
         # Events still waiting name spans that never came: lost, and counted as such.
         self.ingest.events.discard()

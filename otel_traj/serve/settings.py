@@ -8,9 +8,11 @@ from pathlib import Path
 
 from otel_traj import env
 from otel_traj.config import AssemblerConfig
+from otel_traj.sinks.store_postgres_schema import is_postgres
 
-# Where a service's conversations come from: the traces it grades, or other replicas' events.
-CONVERSATIONS_FROM = ("traces", "logs")
+# Where a service's conversations come from: the traces it grades, other replicas' events, or the
+# fleet's PostgreSQL store (``serve.conversation_source``).
+CONVERSATIONS_FROM = ("traces", "logs", "store")
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -39,7 +41,9 @@ class ServeSettings:
     (``<emit_otel>/v1/logs``); unset, none.
     ``conversations_from``: ``traces`` (conversations from the traces this service grades) or
     ``logs`` (from the trace summaries other replicas' events carry, received on the OTLP logs
-    endpoints; this service's own traces then reach its conversations only through those events).
+    endpoints; this service's own traces then reach its conversations only through those events)
+    or ``store`` (every replica's summaries in the PostgreSQL ``store``, each conversation claimed
+    and graded by one replica when idle).
     """
 
     host: str = field(default_factory=env.HOST.read)
@@ -89,6 +93,8 @@ class ServeSettings:
                 f"conversations_from={self.conversations_from!r}: expected one of "
                 + ", ".join(CONVERSATIONS_FROM)
             )
+        if self.conversations_from == "store" and not is_postgres(self.store):
+            raise ValueError("conversations_from='store': the store must be a postgresql:// URL")
 
     def bearer_token(self) -> str | None:
         """The token requests must bear: ``auth_token``, else the content of ``auth_token_file``

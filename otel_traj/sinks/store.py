@@ -214,7 +214,7 @@ class StoreSink(Sink):
     A subclass sets ``_redactor`` and ``_delivery`` and writes the rows (its delivery's ``deliver``)."""
 
     _redactor: Redactor | None
-    _delivery: Delivery[Item]
+    _delivery: Delivery[Any]  # each engine's queue holds at least ``Item``s
 
     def export(self, verdict: Verdict) -> None:
         try:

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 from otel_traj import env
 from otel_traj.delivery import Delivery, Retry, backoff_delay
 from otel_traj.forks import leave_to_parent
+from otel_traj.redact import Redactor
 from otel_traj.sinks.store import UPSERT, Item, Prepared, Redact, StoreSink, store_redactor
+from otel_traj.sinks.store_claims import SummaryRow, hold
 from otel_traj.sinks.store_conversations import UPSERT as CONVERSATION_UPSERT
 from otel_traj.sinks.store_conversations import ConversationRow
 from otel_traj.sinks.store_judgements import UPSERT as JUDGEMENT_UPSERT
@@ -135,7 +137,7 @@ class PostgresSink(StoreSink):
         except psycopg.OperationalError as exc:
             self._mark(up=False, error=str(exc).strip())
             logger.warning("%s is unreachable; verdicts wait for it: %s", self.path, exc)
-        self._delivery: Delivery[Item] = Delivery(
+        self._delivery: Delivery[Item | SummaryRow] = Delivery(
             name="store",
             deliver=self._deliver,
             stats=self.stats,
@@ -161,7 +163,15 @@ class PostgresSink(StoreSink):
             current = self._state
         return StoreState(current.up, current.since, current.error, self._delivery.pending)
 
-    def _dropped(self, items: Sequence[Item], reason: str) -> None:
+    def hold(self, row: SummaryRow) -> None:
+        """A trace's summary for its conversation in the store (``store_claims``)."""
+        self._delivery.put(row)
+
+    @property
+    def redactor(self) -> Redactor | None:
+        return self._redactor
+
+    def _dropped(self, items: Sequence[Item | SummaryRow], reason: str) -> None:
         if reason in ("shutdown", "closed"):
             self.stats.count_dropped(DROP_SHUTDOWN if reason == "shutdown" else DROP_CLOSED, len(items))
         else:  # queue_full while the server is away, or an otel-traj bug (error)
@@ -180,7 +190,7 @@ class PostgresSink(StoreSink):
             self._conn.close()
             self._conn = None
 
-    def _deliver(self, items: list[Item]) -> Retry[Item] | None:
+    def _deliver(self, items: list[Item | SummaryRow]) -> Retry[Item | SummaryRow] | None:
         import psycopg
 
         try:
@@ -204,7 +214,7 @@ class PostgresSink(StoreSink):
         self._trim(conn)
         return None
 
-    def _unreachable(self, exc: Exception, items: list[Item]) -> Retry[Item] | None:
+    def _unreachable(self, exc: Exception, items: list[Item | SummaryRow]) -> Retry[Item | SummaryRow] | None:
         self._close()
         self._mark(up=False, error=str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
         if self._delivery.abandoned:
@@ -215,14 +225,17 @@ class PostgresSink(StoreSink):
             logger.warning("%s is unreachable; %d rows wait to be written: %s", self.path, len(items), exc)
         return Retry(items, backoff_delay(self._attempts - 1, *BACKOFF_S))
 
-    def _write(self, conn: psycopg.Connection[Any], items: list[Item]) -> None:
+    def _write(self, conn: psycopg.Connection[Any], items: list[Item | SummaryRow]) -> None:
         """Every item of the batch in one transaction: a batch is written whole or retried whole."""
         prepared = [i for i in items if isinstance(i, tuple)]
         judged = [i for i in items if isinstance(i, JudgementRow)]
         talks = [i for i in items if isinstance(i, ConversationRow)]
+        summaries = [i for i in items if isinstance(i, SummaryRow)]
         with conn.transaction(), conn.cursor() as cur:
             if prepared:
                 self._write_verdicts(cur, prepared)
+            if summaries:
+                hold(cur, summaries)
             if judged:
                 cur.executemany(_JUDGEMENT, [_values(row.values) for row in judged])
             if talks:

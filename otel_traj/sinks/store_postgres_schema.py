@@ -96,10 +96,22 @@ CREATE TABLE IF NOT EXISTS judgements (
     PRIMARY KEY (trace_id, judge)
 );
 CREATE INDEX IF NOT EXISTS judgements_judged ON judgements (judged_ns);
+CREATE TABLE IF NOT EXISTS open_conversations (
+    conversation_id TEXT PRIMARY KEY,
+    due_ns BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS open_conversations_due ON open_conversations (due_ns);
+CREATE TABLE IF NOT EXISTS conversation_traces (
+    conversation_id TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, trace_id)
+);
 """
-# From each older version to the next (none yet: version 3 is the first on PostgreSQL). A new
-# version adds its step here and in ``store_schema``'s migrations alike.
-_MIGRATIONS: dict[int, str] = {}
+# From each older version to the next (version 3 was the first on PostgreSQL; version 4 adds the
+# tables of the conversations a fleet holds, which ``_SCHEMA`` creates). A new version adds its step
+# here and in ``store_schema``'s migrations alike.
+_MIGRATIONS: dict[int, str] = {3: ""}
 
 
 def is_postgres(target: object) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trajectories (
@@ -68,10 +68,23 @@ CREATE TABLE IF NOT EXISTS conversations (
     PRIMARY KEY (conversation_id, first_trace_id)
 );
 CREATE INDEX IF NOT EXISTS conversations_started ON conversations (started_ns);
+CREATE TABLE IF NOT EXISTS open_conversations (
+    conversation_id TEXT PRIMARY KEY,
+    due_ns INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS open_conversations_due ON open_conversations (due_ns);
+CREATE TABLE IF NOT EXISTS conversation_traces (
+    conversation_id TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, trace_id)
+);
 """
 # From each older version to the next. Version 1 kept every check result as a row of the table
 # ``check_results``: its failed rows become ``failed_checks``, the view takes the name. Version 2 had
 # no ``conversations`` table (``_SCHEMA`` creates it; ``store_conversations`` writes and reads it).
+# Version 3 had no ``open_conversations`` and ``conversation_traces`` (the conversations a fleet
+# holds in a PostgreSQL store, ``store_claims``; a SQLite store has them, empty).
 _MIGRATIONS = {
     1: """
 DROP INDEX check_results_failed;
@@ -79,6 +92,7 @@ ALTER TABLE check_results RENAME TO failed_checks;
 DELETE FROM failed_checks WHERE status <> 'fail';
 """,
     2: "",
+    3: "",
 }
 
 
