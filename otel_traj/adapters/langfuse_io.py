@@ -40,11 +40,15 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
-def _messages_key(value: str, new: str, flat: str, out: dict[str, Any]) -> None:
-    """Messages under the conventions' key (``parts``), else flattened under the older prefix."""
+def _messages_key(value: str, new: str, flat: str, plain: str, out: dict[str, Any]) -> None:
+    """Messages under the conventions' key (``parts``), else flattened under the older prefix; a
+    value that is no list of messages under ``plain`` (``input``, ``output``): Langfuse took it from
+    there, the one key before the message keys in its order that holds anything."""
     decoded = _decoded(value)
     items = decoded if isinstance(decoded, list) else None
-    if items and all(isinstance(i, Mapping) and "parts" not in i for i in items):
+    if items is None:
+        out[plain] = value
+    elif items and all(isinstance(i, Mapping) and "parts" not in i for i in items):
         _flatten(flat, items, out)
     else:
         out[new] = value
@@ -85,9 +89,9 @@ def restore_io(
     keys = _keys(attrs, scope_name, name)
     if keys is None:
         if value_in is not None:
-            _messages_key(value_in, "gen_ai.input.messages", "gen_ai.prompt", attrs)
+            _messages_key(value_in, "gen_ai.input.messages", "gen_ai.prompt", "input", attrs)
         if value_out is not None:
-            _messages_key(value_out, "gen_ai.output.messages", "gen_ai.completion", attrs)
+            _messages_key(value_out, "gen_ai.output.messages", "gen_ai.completion", "output", attrs)
         return
     key_in, key_out = keys
     if value_in is not None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from otel_traj.adapters.langfuse_api import views_from_observations
+from otel_traj.backfill.fidelity import settle_ties
 from otel_traj.backfill.http import ReadError
 from otel_traj.offline import trajectories_from_views
 from otel_traj.progress import Progress
@@ -83,10 +84,13 @@ def read_langfuse_runs(
             if not runs:
                 out.skipped["no GenAI observations"] += 1
                 continue
-            if views.problems:
-                runs = [_incomplete(run, views.problems) for run in runs]
-                out.incomplete += len(runs)
-            out.runs.extend(runs)
+            for read in runs:
+                run, unsettled = settle_ties(read)
+                problems = [*views.problems, *unsettled]
+                if problems:
+                    run = _incomplete(run, problems)
+                    out.incomplete += 1
+                out.runs.append(run)
     out.runs.sort(key=lambda run: (run.start_ns, run.trace_id))
     out.cursor_ns = frontier if frontier is not None else newest
     return out
