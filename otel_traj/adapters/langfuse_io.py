@@ -27,6 +27,12 @@ def _decoded(value: str) -> Any:
         return None
 
 
+def _parts(value: str) -> bool:
+    """Whether the value is a list of the conventions' messages (``{role, parts}``)."""
+    decoded = _decoded(value) if value[:1] == "[" else None
+    return bool(decoded) and all(isinstance(i, Mapping) and "parts" in i for i in decoded)
+
+
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
     """``{prefix}.0.role = ...`` from Langfuse's nested form of flattened attributes."""
     if isinstance(value, Mapping):
@@ -103,6 +109,12 @@ def restore_io(
             _messages_key(value_out, keys_out, conventions, attrs)
         return
     key_in, key_out = keys
+    # Only the conventions' messages are lists of ``{role, parts}``: a vendor's span that also
+    # carries them (Google ADK's model calls) had its own keys empty, and Langfuse took these.
+    if value_in is not None and _parts(value_in):
+        key_in = "gen_ai.input.messages"
+    if value_out is not None and _parts(value_out):
+        key_out = "gen_ai.output.messages"
     if value_in is not None:
         attrs[key_in] = value_in
     if value_out is None:
