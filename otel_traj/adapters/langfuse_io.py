@@ -30,7 +30,11 @@ def _decoded(value: str) -> Any:
 def _parts(value: str) -> bool:
     """Whether the value is a list of the conventions' messages (``{role, parts}``)."""
     decoded = _decoded(value) if value[:1] == "[" else None
-    return bool(decoded) and all(isinstance(i, Mapping) and "parts" in i for i in decoded)
+    return (
+        isinstance(decoded, list)
+        and bool(decoded)
+        and all(isinstance(i, Mapping) and "parts" in i for i in decoded)
+    )
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
