@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from otel_traj.steps import ToolCall
     from otel_traj.trajectory import Trajectory
 
-_MS = 1_000_000
-
 
 def _same(calls: list[ToolCall]) -> bool:
     first = calls[0]
@@ -57,7 +55,7 @@ def settle_ties(run: Trajectory) -> tuple[Trajectory, list[str]]:
     by_start: defaultdict[int, list[ToolCall]] = defaultdict(list)
     for call in run.tool_calls:
         if call.observed and call.start_ns:
-            by_start[call.start_ns // _MS].append(call)
+            by_start[call.start_ns].append(call)
     problems: list[str] = []
     settled: dict[int, ToolCall] = {}
     for calls in by_start.values():

@@ -44,11 +44,11 @@ class Backfilled:
     cursor_ns: int | None = None
 
 
-def _incomplete(run: Trajectory, problems: list[str]) -> Trajectory:
-    """The run marked not fully read, with the problems in its errors."""
+def incomplete(run: Trajectory, problems: list[str], source: str) -> Trajectory:
+    """The run marked not fully read from ``source``, with the problems in its errors."""
     shown = "; ".join(problems[:PROBLEMS_SHOWN])
     more = f" and {len(problems) - PROBLEMS_SHOWN} more" if len(problems) > PROBLEMS_SHOWN else ""
-    errors = [*run.errors, f"not fully read from Langfuse: {shown}{more}"]
+    errors = [*run.errors, f"not fully read from {source}: {shown}{more}"]
     return replace(run, complete=False, errors=errors)
 
 
@@ -88,7 +88,7 @@ def read_langfuse_runs(
                 run, unsettled = settle_ties(read)
                 problems = [*views.problems, *unsettled]
                 if problems:
-                    run = _incomplete(run, problems)
+                    run = incomplete(run, problems, "Langfuse")
                     out.incomplete += 1
                 out.runs.append(run)
     out.runs.sort(key=lambda run: (run.start_ns, run.trace_id))
