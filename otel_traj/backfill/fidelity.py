@@ -5,6 +5,11 @@ model asked for together, run in parallel) come back in an order no stored time 
 answer one model turn, the turn's request says their order (the order the model asked for them,
 which a framework starts them in): they are put in that order. Otherwise, when they differ (not the
 same name and arguments), the order is not known: a problem, and the run is not fully read.
+
+Langfuse deletes OpenInference's structured model messages (``llm.input_messages.*``,
+``llm.output_messages.*``) when it keeps ``input.value``. The tool calls a model requested are read
+from those messages; a run whose tool calls lack arguments, or that has none, cannot be told apart
+from one whose calls were lost: it is not fully read.
 """
 
 from __future__ import annotations
@@ -74,3 +79,19 @@ def settle_ties(run: Trajectory) -> tuple[Trajectory, list[str]]:
         return run, problems
     tools = tuple(settled.get(id(call), call) for call in run.tool_calls)
     return replace(run, tool_calls=tools), problems
+
+
+def message_problems(run: Trajectory, dropped_messages: int) -> list[str]:
+    """A problem when model messages Langfuse dropped were what the run's tool calls are read from:
+    a tool call without arguments, or no tool call at all beside model calls."""
+    if not dropped_messages:
+        return []
+    unknown = [call.name for call in run.tool_calls if call.observed and call.arguments is None]
+    if run.tool_calls and not unknown:
+        return []
+    what = f"tool calls {', '.join(unknown)} have no arguments" if unknown else "no tool call was read"
+    return [
+        f"{what}, and Langfuse dropped the messages of {dropped_messages} model observations"
+        " (llm.input_messages / llm.output_messages beside input.value): the calls they requested"
+        " are not known"
+    ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from otel_traj.adapters.langfuse_api import views_from_observations
-from otel_traj.backfill.fidelity import settle_ties
+from otel_traj.backfill.fidelity import message_problems, settle_ties
 from otel_traj.backfill.http import ReadError
 from otel_traj.offline import trajectories_from_views
 from otel_traj.progress import Progress
@@ -86,7 +86,7 @@ def read_langfuse_runs(
                 continue
             for read in runs:
                 run, unsettled = settle_ties(read)
-                problems = [*views.problems, *unsettled]
+                problems = [*views.problems, *unsettled, *message_problems(run, views.dropped_messages)]
                 if problems:
                     run = incomplete(run, problems, "Langfuse")
                     out.incomplete += 1
