@@ -6,7 +6,7 @@ answer one model turn, the turn's request says their order (the order the model 
 which a framework starts them in): they are put in that order. Otherwise, when they differ (not the
 same name and arguments), the order is not known: a problem, and the run is not fully read.
 
-Langfuse deletes OpenInference's structured model messages (``llm.input_messages.*``,
+Langfuse deletes a model span's structured messages (``llm.input_messages.*``,
 ``llm.output_messages.*``) when it keeps ``input.value``. The tool calls a model requested are read
 from those messages; a run whose tool calls lack arguments, or that has none, cannot be told apart
 from one whose calls were lost: it is not fully read.
