@@ -52,7 +52,10 @@ _PAIRS = (
 
 
 def _nested(attrs: dict[str, Any], prefix: str) -> Any:
-    """Langfuse's ``convertKeyPathToNestedObject``: ``prefix.0.role`` keys as a list of objects."""
+    """Langfuse's ``convertKeyPathToNestedObject``: the value of ``prefix`` itself when it has one,
+    else ``prefix.0.role`` keys as a list of objects."""
+    if attrs.get(prefix):
+        return attrs[prefix]
     keys = {k[len(prefix) + 1 :]: v for k, v in attrs.items() if k.startswith(prefix + ".")}
     if not keys:
         return None

@@ -30,15 +30,18 @@ FILES = sorted(REAL.glob("*/*.otlp.json"))
 # events, ``llm.input_messages.*`` beside ``input.value``, the key its input came from when several
 # frameworks' keys meet) is not yet made up for by the reading.
 NOT_YET_EQUAL = {
-    "beeai_openinference/clean", "dspy_openinference/clean", "dspy_openinference/violating",
-    "google_adk/clean", "google_adk/violating", "langgraph_langsmith/clean", "langgraph_langsmith/violating",
-    "langgraph_openinference/clean", "langgraph_openinference/violating", "litellm_openinference/clean",
-    "litellm_openinference/violating", "llamaindex_otel/clean", "llamaindex_otel/violating",
-    "logfire_openai_agents/clean", "logfire_openai_agents/violating", "logfire_pydantic_ai/clean",
-    "openai_agents_otel/clean", "openai_agents_traceloop/clean", "openai_agents_traceloop/violating",
-    "pydantic_ai/clean", "pydantic_ai_mcp/clean", "pydantic_ai_mcp/violating", "semantic_kernel/clean",
-    "semantic_kernel/violating", "strands/clean", "strands/violating", "strands_latest/clean",
-    "strands_latest/violating", "vercel_ai/clean",
+    "dspy_openinference/clean", "dspy_openinference/violating", "llamaindex_otel/clean",
+    "llamaindex_otel/violating", "openai_agents_traceloop/clean", "openai_agents_traceloop/violating",
+    "pydantic_ai_mcp/violating", "strands/violating", "strands_latest/clean", "strands_latest/violating",
+}  # fmt: skip
+# Runs Langfuse cannot give back whole, whose backfilled run says it was not fully read (not
+# complete, the reason in its errors) instead of passing silently: parallel tool calls that started
+# in the same millisecond with no requesting turn to order them (Langfuse keeps times to the
+# millisecond); tool calls read from OpenInference model messages Langfuse deleted beside
+# ``input.value``.
+NOT_FULLY_READ = {
+    "beeai_openinference/clean", "pydantic_ai_mcp/clean", "strands/clean", "langgraph_openinference/clean",
+    "langgraph_openinference/violating", "litellm_openinference/clean", "litellm_openinference/violating",
 }  # fmt: skip
 POLICY = load_policy(EXAMPLE_POLICY)
 
@@ -89,6 +92,12 @@ def test_backfilled_runs_equal_the_same_runs_graded_from_otlp(path: Path) -> Non
         read = read_langfuse_runs(_reader(server), TraceFilter(), limit=None, config=offline_config(POLICY))
     assert read.failure is None and read.listed >= len(expected)
     backfilled = grade_runs(read.runs, policy=POLICY).verdicts
+    if _name(path) in NOT_FULLY_READ:
+        assert len(backfilled) == len(expected) and read.incomplete == len(backfilled)
+        for verdict in backfilled:
+            assert not verdict.trajectory.complete and verdict.outcome != "pass"
+            assert any(e.startswith("not fully read from Langfuse: ") for e in verdict.trajectory.errors)
+        return
     assert [_key(v) for v in backfilled] == [_key(v) for v in expected]
 
 

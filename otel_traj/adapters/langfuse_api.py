@@ -42,6 +42,10 @@ class ObservationViews:
 
     views: list[SpanView] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # OpenInference model observations whose ``llm.input_messages.*`` / ``llm.output_messages.*``
+    # Langfuse deleted (it keeps ``input.value`` / ``output.value`` instead): the tool calls those
+    # messages requested are not known.
+    dropped_messages: int = 0
 
 
 def timestamp_ns(value: str) -> int:
@@ -88,7 +92,7 @@ def _text(value: Any) -> str | None:
 
 
 def _attributes(
-    observation: Mapping[str, Any], name: str, problems: list[str]
+    observation: Mapping[str, Any], name: str, problems: list[str], dropped: list[str]
 ) -> tuple[dict[str, Any], Mapping[str, Any], str]:
     """The span's attributes, resource and scope name."""
     metadata = observation.get("metadata")
@@ -108,10 +112,12 @@ def _attributes(
     scope_name = str(scope.get("name") or "")
     attrs = {k: _attribute(v) for k, v in attrs_in.items()}
     restore_io(attrs, scope_name, name, _text(observation.get("input")), _text(observation.get("output")))
+    if attrs.get("openinference.span.kind") == "LLM" and ("input.value" in attrs or "output.value" in attrs):
+        dropped.append(name)
     return attrs, resource, scope_name
 
 
-def _view(observation: Mapping[str, Any], problems: list[str]) -> SpanView | None:
+def _view(observation: Mapping[str, Any], problems: list[str], dropped: list[str]) -> SpanView | None:
     ident, trace = observation.get("id"), observation.get("traceId")
     if not isinstance(ident, str) or not _SPAN_ID.fullmatch(ident):
         problems.append(f"observation {ident}: not an OpenTelemetry span id")
@@ -128,7 +134,7 @@ def _view(observation: Mapping[str, Any], problems: list[str]) -> SpanView | Non
     ended = observation.get("endTime")
     if ended is None:
         problems.append(f"observation {ident} ({name}) has not ended")
-    attrs, resource, scope_name = _attributes(observation, name, problems)
+    attrs, resource, scope_name = _attributes(observation, name, problems, dropped)
     error = observation.get("level") == "ERROR"
     message = observation.get("statusMessage")
     return SpanView(
@@ -149,10 +155,12 @@ def _view(observation: Mapping[str, Any], problems: list[str]) -> SpanView | Non
 def views_from_observations(observations: Sequence[Mapping[str, Any]]) -> ObservationViews:
     """The views of one trace's observations (as the API returns them: JSON objects)."""
     out = ObservationViews()
+    dropped: list[str] = []
     for observation in observations:
-        view = _view(observation, out.problems)
+        view = _view(observation, out.problems, dropped)
         if view is not None:
             out.views.append(view)
+    out.dropped_messages = len(dropped)
     present = {view.span_id for view in out.views}
     for view in out.views:
         if view.parent_id is not None and view.parent_id not in present:

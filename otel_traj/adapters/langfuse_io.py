@@ -27,6 +27,16 @@ def _decoded(value: str) -> Any:
         return None
 
 
+def _parts(value: str) -> bool:
+    """Whether the value is a list of the conventions' messages (``{role, parts}``)."""
+    decoded = _decoded(value) if value[:1] == "[" else None
+    return (
+        isinstance(decoded, list)
+        and bool(decoded)
+        and all(isinstance(i, Mapping) and "parts" in i for i in decoded)
+    )
+
+
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
     """``{prefix}.0.role = ...`` from Langfuse's nested form of flattened attributes."""
     if isinstance(value, Mapping):
@@ -40,14 +50,23 @@ def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
-def _messages_key(value: str, new: str, flat: str, out: dict[str, Any]) -> None:
-    """Messages under the conventions' key (``parts``), else flattened under the older prefix."""
+def _messages_key(value: str, keys: tuple[str, str, str], conventions: bool, out: dict[str, Any]) -> None:
+    """Messages back where Langfuse could have taken them from, by their shape and the span's
+    conventions. ``keys``: the conventions' key, the older flattened prefix, the plain key. A list
+    of ``{role, parts}`` goes under the conventions' key; a list of other messages under that key
+    when ``conventions`` (the span names its operation), else flattened under the older prefix
+    (Langfuse nests ``gen_ai.prompt.0.role`` keys into such a list); anything else under the plain
+    key (``input``, ``output``) and the older prefix itself (a bare ``gen_ai.prompt``, which
+    Langfuse keeps as it is). Langfuse deleted every candidate key, so none of these overwrites an
+    attribute it kept."""
+    new, flat, plain = keys
     decoded = _decoded(value)
-    items = decoded if isinstance(decoded, list) else None
-    if items and all(isinstance(i, Mapping) and "parts" not in i for i in items):
-        _flatten(flat, items, out)
-    else:
+    if not isinstance(decoded, list):
+        out[plain] = out[flat] = value
+    elif conventions or not all(isinstance(i, Mapping) and "parts" not in i for i in decoded):
         out[new] = value
+    else:
+        _flatten(flat, decoded, out)
 
 
 def _keys(attrs: Mapping[str, Any], scope_name: str, name: str) -> tuple[str, str] | None:
@@ -84,12 +103,22 @@ def restore_io(
     """Puts an OTel-ingested observation's ``input`` and ``output`` back into ``attrs``."""
     keys = _keys(attrs, scope_name, name)
     if keys is None:
+        # Langfuse's path for flattened keys (``gen_ai.prompt.*``, ``llm.input_messages.*``) always
+        # stores both sides, an empty one as ``{}``: such a pair is flattened back.
+        conventions = "gen_ai.operation.name" in attrs and "{}" not in (value_in, value_out)
         if value_in is not None:
-            _messages_key(value_in, "gen_ai.input.messages", "gen_ai.prompt", attrs)
+            _messages_key(value_in, ("gen_ai.input.messages", "gen_ai.prompt", "input"), conventions, attrs)
         if value_out is not None:
-            _messages_key(value_out, "gen_ai.output.messages", "gen_ai.completion", attrs)
+            keys_out = ("gen_ai.output.messages", "gen_ai.completion", "output")
+            _messages_key(value_out, keys_out, conventions, attrs)
         return
     key_in, key_out = keys
+    # Only the conventions' messages are lists of ``{role, parts}``: a vendor's span that also
+    # carries them (Google ADK's model calls) had its own keys empty, and Langfuse took these.
+    if value_in is not None and _parts(value_in):
+        key_in = "gen_ai.input.messages"
+    if value_out is not None and _parts(value_out):
+        key_out = "gen_ai.output.messages"
     if value_in is not None:
         attrs[key_in] = value_in
     if value_out is None:

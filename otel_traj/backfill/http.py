@@ -24,7 +24,11 @@ MAX_RETRY_AFTER_S = 300.0
 
 
 class ReadError(RuntimeError):
-    """A request that failed for good: a permanent status, or retries exhausted."""
+    """A request that failed for good: a permanent status (``status``), or retries exhausted."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(slots=True)
@@ -103,7 +107,7 @@ class PoliteClient:
                 body = _body(response)
                 problem = server_message(response.status_code, body)
                 if not is_transient(response.status_code):
-                    raise ReadError(f"GET {path}: {problem}")
+                    raise ReadError(f"GET {path}: {problem}", status=response.status_code)
                 self.counts.throttled += response.status_code == 429
                 retry_after = retry_after_seconds(response.headers)
             if attempt == self._max_retries:

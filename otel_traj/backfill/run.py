@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from otel_traj.adapters.langfuse_api import views_from_observations
+from otel_traj.backfill.fidelity import message_problems, settle_ties
 from otel_traj.backfill.http import ReadError
 from otel_traj.offline import trajectories_from_views
 from otel_traj.progress import Progress
@@ -43,11 +44,11 @@ class Backfilled:
     cursor_ns: int | None = None
 
 
-def _incomplete(run: Trajectory, problems: list[str]) -> Trajectory:
-    """The run marked not fully read, with the problems in its errors."""
+def incomplete(run: Trajectory, problems: list[str], source: str) -> Trajectory:
+    """The run marked not fully read from ``source``, with the problems in its errors."""
     shown = "; ".join(problems[:PROBLEMS_SHOWN])
     more = f" and {len(problems) - PROBLEMS_SHOWN} more" if len(problems) > PROBLEMS_SHOWN else ""
-    errors = [*run.errors, f"not fully read from Langfuse: {shown}{more}"]
+    errors = [*run.errors, f"not fully read from {source}: {shown}{more}"]
     return replace(run, complete=False, errors=errors)
 
 
@@ -83,10 +84,13 @@ def read_langfuse_runs(
             if not runs:
                 out.skipped["no GenAI observations"] += 1
                 continue
-            if views.problems:
-                runs = [_incomplete(run, views.problems) for run in runs]
-                out.incomplete += len(runs)
-            out.runs.extend(runs)
+            for read in runs:
+                run, unsettled = settle_ties(read)
+                problems = [*views.problems, *unsettled, *message_problems(run, views.dropped_messages)]
+                if problems:
+                    run = incomplete(run, problems, "Langfuse")
+                    out.incomplete += 1
+                out.runs.append(run)
     out.runs.sort(key=lambda run: (run.start_ns, run.trace_id))
     out.cursor_ns = frontier if frontier is not None else newest
     return out

@@ -9,6 +9,12 @@ score) and ``--store``. ``--dry-run`` writes nothing to Langfuse. Output and exi
 0 when every run passes or is ``incomplete``/``unverified``; 1 when any is ``unsafe`` or ``fail``;
 2 on an invalid policy or setting, or when reading stopped on a failure (after grading what was read).
 What became of every trace listed is counted on stderr.
+
+``otel-traj backfill --from otlp-json URL --trace-ids FILE --policy FILE`` reads the traces FILE
+names from a backend that answers a trace id with OTLP/JSON (``backfill.otlp``: URL is a template
+holding ``{trace_id}``, as Tempo's ``.../api/v2/traces/{trace_id}`` or Jaeger v2's
+``.../api/v3/traces/{trace_id}``), grades them and reports as ``grade`` does (and into ``--store``);
+it writes no score anywhere else.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INPUT = 2
 SOURCE = "langfuse"
+OTLP_JSON = "otlp-json"
+# Settings that select Langfuse traces: the trace ids file selects those of an OTLP/JSON backend.
+_LANGFUSE_ONLY = ("since", "until", "name", "tag", "user_id", "session_id", "environment", "dry_run")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -53,7 +62,19 @@ def register(subparsers: Any) -> None:
         "traces. Exit 1 if any run is unsafe or fails, 2 on an invalid policy or setting or when "
         "reading stopped on a failure.",
     )
-    parser.add_argument("--from", dest="source", choices=(SOURCE,), required=True, help="where the runs are")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        nargs="+",
+        metavar="SOURCE",
+        required=True,
+        help=f"where the runs are: `{SOURCE}`, or `{OTLP_JSON} URL` for a backend that answers a trace id "
+        "with OTLP/JSON (URL holds {trace_id}: http://tempo:3200/api/v2/traces/{trace_id}, "
+        "http://jaeger:16686/api/v3/traces/{trace_id})",
+    )
+    parser.add_argument(
+        "--trace-ids", metavar="FILE", help=f"with --from {OTLP_JSON}: the trace ids to read, one a line"
+    )
     parser.add_argument("--policy", metavar="FILE", required=True, help="policy file (YAML or JSON)")
     parser.add_argument(
         "--since",
@@ -158,6 +179,23 @@ def _read(
         client.close()
 
 
+def _source(args: argparse.Namespace) -> str | None:
+    """The OTLP/JSON URL template when the runs come from such a backend, else None (Langfuse)."""
+    source = args.source
+    if source == [SOURCE]:
+        if args.trace_ids:
+            raise SettingError(f"--trace-ids goes with --from {OTLP_JSON} URL")
+        return None
+    if len(source) != 2 or source[0] != OTLP_JSON:
+        raise SettingError(f"--from {' '.join(source)}: expected `{SOURCE}` or `{OTLP_JSON} URL`")
+    if not args.trace_ids:
+        raise SettingError(f"--from {OTLP_JSON} needs --trace-ids FILE")
+    given = [f"--{name.replace('_', '-')}" for name in _LANGFUSE_ONLY if getattr(args, name)]
+    if given:
+        raise SettingError(f"{', '.join(given)}: Langfuse's only; --trace-ids selects the traces")
+    return str(source[1])
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         policy, _ = load_inputs(args.policy, None)
@@ -165,11 +203,20 @@ def run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return EXIT_INPUT
     try:
+        if args.rps <= 0:
+            raise SettingError(f"--rps {args.rps}: must be positive")
+        template = _source(args)
+    except SettingError as exc:
+        print(f"otel-traj: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    if template is not None:
+        from otel_traj.cli.backfill_otlp import run_otlp_json
+
+        return run_otlp_json(args, policy, template)
+    try:
         url, public_key, secret_key = _project()
         project = f"{url} {public_key}"
         since, until = _window(args, project)
-        if args.rps <= 0:
-            raise SettingError(f"--rps {args.rps}: must be positive")
     except SettingError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -194,18 +241,18 @@ def run(args: argparse.Namespace) -> int:
     from otel_traj.offline import grade_runs
 
     graded = grade_runs(read.runs, policy=policy, sinks=outputs.sinks)
-    delivered = _summarize(outputs, read, graded)
+    delivered = summarize(outputs, read, graded)
     if delivered and args.store and not args.dry_run and read.cursor_ns is not None:
         from otel_traj.sinks.store_cursors import write_cursor
 
         write_cursor(args.store, SOURCE, project, read.cursor_ns)
-    code = _report(args, graded)
+    code = report(args, graded)
     if code != EXIT_OK and code != EXIT_FAILED:
         return code
     return EXIT_INPUT if read.failure else code
 
 
-def _summarize(outputs: SinkSet, read: Backfilled, graded: Graded) -> bool:
+def summarize(outputs: SinkSet, read: Backfilled, graded: Graded) -> bool:
     """Counts on stderr; True when every score and verdict given to the sinks was delivered."""
     skipped = ", ".join(f"{n} {why}" for why, n in sorted(read.skipped.items()) if n) or "none"
     print(
@@ -231,7 +278,7 @@ def _summarize(outputs: SinkSet, read: Backfilled, graded: Graded) -> bool:
     return delivered
 
 
-def _report(args: argparse.Namespace, graded: Graded) -> int:
+def report(args: argparse.Namespace, graded: Graded) -> int:
     verdicts, conversations = graded.verdicts, graded.conversations
     try:
         write_report(render(args.format, verdicts, conversations), args.out)
