@@ -28,9 +28,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from otel_traj import env
-from otel_traj.cli.inputs import InputError, load_inputs, write_report
+from otel_traj.cli.grade import EXIT_FAILED, EXIT_INPUT, EXIT_OK, report
+from otel_traj.cli.inputs import InputError, load_inputs
 from otel_traj.outputs import OutputError, Outputs, build_sinks
-from otel_traj.reports import RENDERERS, render
+from otel_traj.reports import RENDERERS
 from otel_traj.sinks.store_schema import StoreError
 
 if TYPE_CHECKING:
@@ -38,9 +39,6 @@ if TYPE_CHECKING:
     from otel_traj.offline import Graded
     from otel_traj.outputs import SinkSet
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_INPUT = 2
 SOURCE = "langfuse"
 OTLP_JSON = "otlp-json"
 # Settings that select Langfuse traces: the trace ids file selects those of an OTLP/JSON backend.
@@ -276,25 +274,3 @@ def summarize(outputs: SinkSet, read: Backfilled, graded: Graded) -> bool:
         )
         delivered = delivered and not lost
     return delivered
-
-
-def report(args: argparse.Namespace, graded: Graded) -> int:
-    verdicts, conversations = graded.verdicts, graded.conversations
-    try:
-        write_report(render(args.format, verdicts, conversations), args.out)
-    except InputError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_INPUT
-    if args.html:
-        from otel_traj.conversations.serialize import conversation_to_dict
-        from otel_traj.reports.html import write_html
-        from otel_traj.serialize import verdict_to_dict
-
-        talks = [conversation_to_dict(c) for c in conversations or ()]
-        try:
-            write_html(args.html, [verdict_to_dict(v) for v in verdicts], conversations=talks)
-        except OSError as exc:
-            print(f"otel-traj: cannot write {args.html}: {exc}", file=sys.stderr)
-            return EXIT_INPUT
-    outcomes = [v.outcome for v in verdicts] + [c.outcome for c in conversations or ()]
-    return EXIT_FAILED if any(o in ("unsafe", "fail") for o in outcomes) else EXIT_OK

@@ -9,7 +9,8 @@ import sqlite3
 import sys
 from typing import Any
 
-from otel_traj.cli.backfill import EXIT_FAILED, EXIT_INPUT, EXIT_OK, report, summarize
+from otel_traj.cli.backfill import summarize
+from otel_traj.cli.grade import EXIT_FAILED, EXIT_INPUT, EXIT_OK, report
 from otel_traj.outputs import OutputError, Outputs, build_sinks
 from otel_traj.sinks.store_schema import StoreError
 

@@ -22,7 +22,7 @@ from otel_traj.adapters import TraceFileError
 from otel_traj.adapters.files import SkippedFile, TraceFile, TraceInputs
 from otel_traj.cli.grade_outputs import GradeOutputs
 from otel_traj.cli.inputs import InputError, load_inputs, write_report
-from otel_traj.offline import grade_runs, read_runs
+from otel_traj.offline import Graded, grade_runs, read_runs
 from otel_traj.outputs import OutputError
 from otel_traj.reports import RENDERERS, render
 from otel_traj.sinks.store_schema import StoreError
@@ -123,6 +123,12 @@ def run(args: argparse.Namespace) -> int:
         from otel_traj.cases import summary_lines
 
         print("\n".join(summary_lines(graded.cases)), file=sys.stderr)
+    return report(args, graded)
+
+
+def report(args: argparse.Namespace, graded: Graded) -> int:
+    """Write the graded runs' report (``--format``, ``--out``, ``--html``); the exit code: 2 when it
+    cannot be written, 1 when a run or conversation is unsafe or failed, else 0."""
     verdicts, conversations = graded.verdicts, graded.conversations
     try:
         write_report(render(args.format, verdicts, conversations), args.out)
