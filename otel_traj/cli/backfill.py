@@ -218,17 +218,8 @@ def run(args: argparse.Namespace) -> int:
     except SettingError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    try:
-        outputs = build_sinks(
-            Outputs(store=args.store, langfuse=not args.dry_run),
-            policy=policy,
-            redact=policy.is_sensitive if policy is not None else None,
-        )
-    except OutputError as exc:
-        print(f"otel-traj: --{exc.output}: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except (StoreError, OSError, sqlite3.Error) as exc:
-        print(f"otel-traj: --store: {exc}", file=sys.stderr)
+    outputs = sinks(args, policy, langfuse=not args.dry_run)
+    if outputs is None:
         return EXIT_INPUT
     try:
         read = _read(args, policy, url, (public_key, secret_key), since, until)
@@ -248,6 +239,22 @@ def run(args: argparse.Namespace) -> int:
     if code != EXIT_OK and code != EXIT_FAILED:
         return code
     return EXIT_INPUT if read.failure else code
+
+
+def sinks(args: argparse.Namespace, policy: Any, *, langfuse: bool) -> SinkSet | None:
+    """The sinks a backfill delivers to (``--store``, and Langfuse unless not asked); None when one
+    cannot be built (why is printed)."""
+    try:
+        return build_sinks(
+            Outputs(store=args.store, langfuse=langfuse),
+            policy=policy,
+            redact=policy.is_sensitive if policy is not None else None,
+        )
+    except OutputError as exc:
+        print(f"otel-traj: --{exc.output}: {exc}", file=sys.stderr)
+    except (StoreError, OSError, sqlite3.Error) as exc:
+        print(f"otel-traj: --store: {exc}", file=sys.stderr)
+    return None
 
 
 def summarize(outputs: SinkSet, read: Backfilled, graded: Graded) -> bool:

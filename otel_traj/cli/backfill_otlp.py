@@ -5,14 +5,11 @@ from a backend that answers a trace id with OTLP/JSON (``otel_traj.backfill.otlp
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 from typing import Any
 
-from otel_traj.cli.backfill import summarize
+from otel_traj.cli.backfill import sinks, summarize
 from otel_traj.cli.grade import EXIT_FAILED, EXIT_INPUT, EXIT_OK, report
-from otel_traj.outputs import OutputError, Outputs, build_sinks
-from otel_traj.sinks.store_schema import StoreError
 
 
 def _settings(args: argparse.Namespace, template: str) -> tuple[str, str, list[str]]:
@@ -38,17 +35,8 @@ def run_otlp_json(args: argparse.Namespace, policy: Any, template: str) -> int:
     except ValueError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    try:
-        outputs = build_sinks(
-            Outputs(store=args.store, langfuse=False),
-            policy=policy,
-            redact=policy.is_sensitive if policy is not None else None,
-        )
-    except OutputError as exc:
-        print(f"otel-traj: --{exc.output}: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except (StoreError, OSError, sqlite3.Error) as exc:
-        print(f"otel-traj: --store: {exc}", file=sys.stderr)
+    outputs = sinks(args, policy, langfuse=False)
+    if outputs is None:
         return EXIT_INPUT
     client = PoliteClient(base, rps=args.rps)
     try:
