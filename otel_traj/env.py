@@ -109,6 +109,15 @@ def _any(value: object) -> bool:
     return True
 
 
+def _flag(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("true", "1", "yes", "on"):
+        return True
+    if value in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(raw)
+
+
 SECONDS: Kind[float] = Kind(float, _seconds(False), "a finite number of seconds >= 0", "seconds ≥ 0")
 POSITIVE_SECONDS: Kind[float] = Kind(float, _seconds(True), "a finite number of seconds > 0", "seconds > 0")
 COUNT: Kind[int] = Kind(int, _integer_from(1), "an integer >= 1", "integer ≥ 1")
@@ -117,6 +126,7 @@ PORT: Kind[int] = Kind(int, _integer_from(0, 65535), "a port from 0 to 65535", "
 TEXT: Kind[str] = Kind(str, _any, "text", "text")
 OPTIONAL_TEXT: Kind[str | None] = Kind(str, _any, "text", "text")
 NAMES: Kind[list[str] | None] = Kind(_names, _any, "names separated by commas", "names, comma-separated")
+FLAG: Kind[bool] = Kind(_flag, lambda value: isinstance(value, bool), "true or false", "true or false")
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +340,12 @@ LANGFUSE_MAX_AGE_S = _declare(
 )
 
 # gen_ai.evaluation.result events (EvaluationEventSink).
+EVENTS_PROVENANCE = _declare(
+    "OTEL_TRAJ_EVENTS_PROVENANCE",
+    FLAG,
+    False,
+    "add the evaluator provenance attributes proposed upstream (`gen_ai.evaluation.evaluator.*`)",
+)
 EVENTS_MAX_QUEUE = _declare(
     "OTEL_TRAJ_EVENTS_MAX_QUEUE", COUNT, 10_000, "verdicts waiting for the evaluation-event sink"
 )

@@ -22,7 +22,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_traj import TrajectoryProcessor
 from otel_traj.conversations import ConversationVerdict
+from otel_traj.judge.result import JudgeResult
 from otel_traj.policy import load_policy
+from otel_traj.sinks.evaluation_records import judgement_record, with_provenance
 from otel_traj.sinks.otel_events import EvaluationEventSink
 from otel_traj.verdict import Verdict
 from tests.conversation_runs import POLICY, conversation_runs
@@ -194,3 +196,44 @@ def test_the_summary_of_a_run_is_redacted_with_the_sinks_sensitive_keys() -> Non
     ]
     assert summaries and "list_invoices(customer_id=C023" in str(summaries[0])
     assert all(secret not in str(r.log_record.attributes) for r in records)
+
+
+@pytest.mark.parametrize("setting", [None, "true"])
+def test_the_evaluator_provenance_proposed_upstream_is_added_only_when_asked(
+    setting: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if setting is not None:
+        monkeypatch.setenv("OTEL_TRAJ_EVENTS_PROVENANCE", setting)
+    exporter = InMemoryLogRecordExporter()
+    sink = EvaluationEventSink(exporter=exporter)
+    run_all(sink)
+    sink.shutdown()
+    attributes = [dict(r.log_record.attributes or {}) for r in exporter.get_finished_logs()]
+    assert attributes
+    if setting is None:
+        assert not any("gen_ai.evaluation.evaluator.id" in a for a in attributes)
+        return
+    for record in attributes:
+        assert record["gen_ai.evaluation.evaluator.id"] == record["gen_ai.evaluation.name"]
+        assert record["gen_ai.evaluation.evaluator.type"] == "deterministic"
+        assert record.get("gen_ai.evaluation.evaluator.version") == record.get("otel_traj.policy.version")
+
+
+def test_a_judges_result_is_an_llm_judges_in_its_provenance() -> None:
+    result = JudgeResult(
+        trace_id=1,
+        agent="a",
+        judge="helpful",
+        model="m",
+        score=0.5,
+        label="partly",
+        explanation="",
+        severity="warning",
+        end_ns=1,
+        judged_at_ns=2,
+        policy_version="7",
+    )
+    attributes = with_provenance(judgement_record(result)).attributes
+    assert attributes["gen_ai.evaluation.evaluator.id"] == "otel_traj.judge.helpful"
+    assert attributes["gen_ai.evaluation.evaluator.type"] == "llm_judge"
+    assert attributes["gen_ai.evaluation.evaluator.version"] == "7"

@@ -53,6 +53,12 @@ JUDGE_MODEL = "otel_traj.judge.model"
 # unknown), so a backend can split results by release.
 VERSION_PREFIX = "otel_traj.version."
 COST_USD = "otel_traj.cost_usd"
+# The evaluator's provenance as proposed upstream (semantic-conventions-genai pull request 359, open):
+# which evaluator definition gave the result, its revision, and its kind. Only when asked for
+# (``EvaluationEventSink(provenance=True)``): the names may still change.
+EVALUATOR_ID = "gen_ai.evaluation.evaluator.id"
+EVALUATOR_VERSION = "gen_ai.evaluation.evaluator.version"
+EVALUATOR_TYPE = "gen_ai.evaluation.evaluator.type"
 
 AttributeValue = str | float | int | bool | Sequence[str]
 
@@ -191,6 +197,20 @@ def conversation_records(
     }
     records.append(EvaluationRecord(int(last.trace_id, 16), _span(last.parent_span) or 0, when, outcome))
     return records
+
+
+def with_provenance(record: EvaluationRecord) -> EvaluationRecord:
+    """``record`` with the evaluator's provenance: the evaluation's name identifies the evaluator (a
+    check, the outcome or a judge), the policy that defines it is its revision, and a judge is an
+    ``llm_judge`` where the checks are ``deterministic``."""
+    attributes = record.attributes
+    provenance: dict[str, AttributeValue] = {
+        EVALUATOR_ID: attributes[EVALUATION_NAME],
+        EVALUATOR_TYPE: "llm_judge" if SOURCE in attributes else "deterministic",
+    }
+    if POLICY_VERSION in attributes:
+        provenance[EVALUATOR_VERSION] = attributes[POLICY_VERSION]
+    return replace(record, attributes={**attributes, **provenance})
 
 
 def _outcome_explanation(

@@ -37,6 +37,7 @@ from otel_traj.sinks.evaluation_records import (
     conversation_records,
     judgement_record,
     trajectory_records,
+    with_provenance,
 )
 from otel_traj.verdict import Verdict
 
@@ -97,6 +98,9 @@ class EvaluationEventSink(Sink):
         redact: what masks explanations (as the other sinks: secret-looking keys by default).
         policy: the policy (or what returns the one in force): with it, the outcome record of a run
             in a conversation carries the run's summary, for a replica that grades conversations.
+        provenance: add the evaluator provenance attributes proposed upstream
+            (``gen_ai.evaluation.evaluator.id``, ``.version``, ``.type``; see ``evaluation_records``);
+            default ``OTEL_TRAJ_EVENTS_PROVENANCE``, else off.
     """
 
     def __init__(
@@ -108,6 +112,7 @@ class EvaluationEventSink(Sink):
         max_queue: int | None = None,
         redact: SensitiveKey | Collection[str] | None = None,
         policy: Policy | Callable[[], Policy | None] | None = None,
+        provenance: bool | None = None,
     ) -> None:
         super().__init__()
         if logger_provider is not None and (endpoint is not None or exporter is not None):
@@ -119,6 +124,7 @@ class EvaluationEventSink(Sink):
         )
         self._redactor = Redactor(redact)
         self._policy = policy
+        self.provenance = provenance if provenance is not None else env.EVENTS_PROVENANCE.read()
         self._owned = logger_provider is None
         self._collect = _Collect()
         self._exporter: LogRecordExporter | None = None
@@ -154,7 +160,7 @@ class EvaluationEventSink(Sink):
     def _deliver(self, items: Sequence[_Queued]) -> None:
         for item in items:
             for record in self._records(item):
-                self._emit(record)
+                self._emit(with_provenance(record) if self.provenance else record)
         if self._exporter is None:
             return
         batch, self._collect.batch = self._collect.batch, []
