@@ -12,10 +12,8 @@ import contextvars
 import faulthandler
 import gc
 import logging
-import math
 import signal
 import socket
-import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +21,6 @@ from types import FrameType
 
 import uvicorn
 from prometheus_client import CollectorRegistry
-from uvicorn.config import create_ssl_context
 
 from otel_traj import env
 from otel_traj.adapters.log_events import PendingEvents
@@ -31,7 +28,7 @@ from otel_traj.judge.sink import JudgeSink
 from otel_traj.outputs import Outputs, build_sinks
 from otel_traj.pipeline import Pipeline
 from otel_traj.policy import PolicyError
-from otel_traj.serve.connections import RequestLimit, idle_closing_protocol
+from otel_traj.serve.connections import RequestLimit
 from otel_traj.serve.conversation_source import conversations_for
 from otel_traj.serve.grpc_receiver import GrpcReceiver
 from otel_traj.serve.health import HealthApp, register_service_metrics
@@ -40,9 +37,10 @@ from otel_traj.serve.ingest import Ingest
 from otel_traj.serve.listen import PortUnavailable, listen
 from otel_traj.serve.logs import LogIngest, LogsCollector
 from otel_traj.serve.policy_holder import PolicyHolder
+from otel_traj.serve.servers import DRAIN_S, OPERATIONS_SERVER, uvicorn_config
 from otel_traj.serve.settings import ServeSettings
 from otel_traj.serve.slots import Busy
-from otel_traj.serve.tls import ServedCertificate, TlsFiles, follow_in_handshakes, load_tls
+from otel_traj.serve.tls import ServedCertificate, load_tls
 from otel_traj.sinks.base import Sink
 from otel_traj.sinks.prometheus import PrometheusSink
 from otel_traj.sinks.prometheus_health import register_pipeline_health
@@ -52,8 +50,6 @@ from otel_traj.stats import PipelineStats
 
 logger = logging.getLogger("otel_traj.serve")
 
-# Calls in progress get this long to finish once shutdown starts; exporters retry the rest elsewhere.
-DRAIN_S = 5.0
 
 # Every request allocates a burst of short-lived objects (views, attribute dicts, steps). With the
 # default gen0 threshold of 700 the collector ran about 200 times per 20,000 spans received and took
@@ -70,19 +66,6 @@ GC_GEN0_THRESHOLD = 100_000
 HTTP_REQUESTS = 1024
 OPERATIONS_REQUESTS = 64
 PROBES = ("/healthz", "/readyz")
-
-# Both uvicorn servers log their lifecycle ("Started server process [pid]", "Shutting down", ...) on
-# the one "uvicorn.error" logger, with the same words: the operations server's INFO lines would print
-# every line twice, so they are left out. Its warnings and errors still pass.
-_OPERATIONS_SERVER: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_traj_ops", default=False)
-
-
-class _OperationsServerInfoFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno > logging.INFO or not _OPERATIONS_SERVER.get()
-
-
-_UVICORN_FILTER = _OperationsServerInfoFilter()
 
 
 def tune_gc() -> None:
@@ -220,8 +203,8 @@ class Service:
         # outside the operations port's limit.
         operations_app = RequestLimit(self._health, OPERATIONS_REQUESTS, exempt=PROBES)
         self._servers = [
-            uvicorn.Server(_uvicorn_config(self._http_app, s.idle_timeout_s, tls=self.tls)),
-            uvicorn.Server(_uvicorn_config(operations_app, s.idle_timeout_s)),
+            uvicorn.Server(uvicorn_config(self._http_app, s.idle_timeout_s, tls=self.tls)),
+            uvicorn.Server(uvicorn_config(operations_app, s.idle_timeout_s)),
         ]
         started = threading.Event()
         failure: list[BaseException] = []
@@ -243,7 +226,7 @@ class Service:
     ) -> None:
         async def main() -> None:
             operations = contextvars.copy_context()
-            operations.run(_OPERATIONS_SERVER.set, True)
+            operations.run(OPERATIONS_SERVER.set, True)
             http_server, operations_server = self._servers
             http_sock, operations_sock = socks
             tasks = [
@@ -359,42 +342,3 @@ class Service:
                 logger.info("received %s, shutting down", signal.Signals(signum).name)
                 self.stop()
                 return 0
-
-
-def _uvicorn_config(
-    app: RequestLimit | OtlpHttpApp, idle_timeout_s: float, tls: ServedCertificate | None = None
-) -> uvicorn.Config:
-    files = tls.latest() if tls else None
-    logging.getLogger("uvicorn.error").addFilter(_UVICORN_FILTER)  # once: the same filter is not added twice
-    config = uvicorn.Config(
-        app,
-        log_config=None,
-        access_log=False,
-        lifespan="off",
-        http=idle_closing_protocol(idle_timeout_s),
-        # uvicorn's own keep-alive timer, never earlier than the protocol's idle timeout
-        timeout_keep_alive=math.ceil(idle_timeout_s),
-        timeout_graceful_shutdown=int(DRAIN_S),
-        server_header=False,
-        ssl_certfile=str(files.cert) if files else None,
-        ssl_keyfile=str(files.key) if files else None,
-        ssl_ca_certs=str(files.client_ca) if files and files.client_ca else None,
-        ssl_cert_reqs=ssl.CERT_REQUIRED if files and files.client_ca else ssl.CERT_NONE,
-    )
-    if tls is not None:
-        config.load()  # builds the SSL context now, so that handshakes can follow the files
-        assert config.ssl is not None
-
-        def context_for(files: TlsFiles) -> ssl.SSLContext:
-            return create_ssl_context(
-                certfile=files.cert,
-                keyfile=files.key,
-                password=None,
-                ssl_version=config.ssl_version,
-                cert_reqs=config.ssl_cert_reqs,
-                ca_certs=str(files.client_ca) if files.client_ca else None,
-                ciphers=config.ssl_ciphers,
-            )
-
-        follow_in_handshakes(config.ssl, tls, context_for)
-    return config
