@@ -148,6 +148,8 @@ class Variable(Generic[T]):
         """What a command's help says of the variable: ``env NAME, default VALUE``."""
         value = self.default
         shown = "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+        if isinstance(value, bool):
+            shown = "on" if value else "off"
         if self.unit == "bytes" and isinstance(value, int) and value % MIB == 0:
             shown += f": {value // MIB} MiB"
         return f"env {self.name}, default {shown}"
@@ -157,6 +159,8 @@ class Variable(Generic[T]):
         value = self.default
         if value is None:
             return "none"
+        if isinstance(value, bool):
+            return "on" if value else "off"
         if self.unit == "bytes" and isinstance(value, int) and value % MIB == 0:
             return f"{value // MIB} MiB"
         if isinstance(value, str):
@@ -301,6 +305,12 @@ STORE = _declare(
     "OTEL_TRAJ_STORE", TEXT, "otel-traj.db", "verdict store: a SQLite file, or a `postgresql://` URL"
 )
 STORE_QUEUE = _declare("OTEL_TRAJ_STORE_QUEUE", COUNT, 10_000, "verdicts waiting for the store writer")
+MCP = _declare(
+    "OTEL_TRAJ_MCP",
+    FLAG,
+    False,
+    "serve the MCP server on the OTLP/HTTP port at `/mcp`, over the store, behind the bearer token",
+)
 STORE_RETENTION = _declare(
     "OTEL_TRAJ_STORE_RETENTION", SECONDS, 0.0, "how long a PostgreSQL store keeps runs; 0: forever", "s"
 )

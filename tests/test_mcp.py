@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 from mcp import StdioServerParameters
 from mcp.client import Client
@@ -20,6 +21,7 @@ from otel_traj.cli import main
 from otel_traj.sinks.store import connect, read_verdicts
 from otel_traj.verdict import OUTCOMES
 from tests.mcp_store import CONVERSATION_TRACES, FRAMEWORKS, fill_store
+from tests.serve_helpers import Served
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {"list_runs", "get_run", "list_conversations", "compare_versions", "suggest_policy", "check_policy"}
@@ -261,3 +263,34 @@ def test_the_same_tools_over_streamable_http(http_server: str, stored: list[dict
 def test_a_store_that_cannot_be_opened_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["mcp", "--store", "/nonexistent/verdicts.db"]) == 2
     assert "otel-traj mcp: store: /nonexistent/verdicts.db: no such store" in capsys.readouterr().err
+
+
+def test_serve_mounts_the_tools_at_mcp_behind_its_bearer_token(
+    store: Path, stored: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    served = Served(tmp_path, "--mcp", "--auth-token", "s3cret", store=store)
+    try:
+        url = f"http://127.0.0.1:{served.http_port}/mcp"
+
+        async def session() -> dict[str, Any]:
+            # The SDK's way to send headers: an httpx2 client of one's own.
+            http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}, timeout=30)
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+                return await call(client, "list_runs", failed_check="scope")
+
+        listed = asyncio.run(session())
+        refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=10)
+        otlp = httpx.post(served.http_url, content=b"", headers={"content-type": "application/x-protobuf"})
+    finally:
+        served.stop()
+    scoped = {
+        v["trace_id"]
+        for v in stored
+        if any(c["name"] == "scope" and c["status"] == "fail" for c in v["checks"])
+    }
+    assert {r["trace_id"] for r in listed["runs"]} == scoped
+    assert refused.status_code == 401
+    assert otlp.status_code == 401  # the OTLP receiver behind the same token, beside the mount

@@ -34,6 +34,7 @@ SETTINGS = {
     "--store-queue": ("OTEL_TRAJ_STORE_QUEUE", "11", lambda s: s.store_queue),
     "--store-retention": ("OTEL_TRAJ_STORE_RETENTION", "3600", lambda s: s.store_retention_s),
     "--emit-otel": ("OTEL_TRAJ_EMIT_OTEL", "http://c:4318", lambda s: s.emit_otel),
+    "--mcp": ("OTEL_TRAJ_MCP", "true", lambda s: s.mcp),
     "--conversations-from": ("OTEL_TRAJ_CONVERSATIONS_FROM", "logs", lambda s: s.conversations_from),
 }
 LOGGING = {"--log-level": ("OTEL_TRAJ_LOG_LEVEL", "debug"), "--log-format": ("OTEL_TRAJ_LOG_FORMAT", "json")}
@@ -85,6 +86,8 @@ def test_the_defaults_named_are_the_real_ones(
         named, actual = match.group(2), read(settings)
         if actual is None:
             assert named == "none", option
+        elif isinstance(actual, bool):
+            assert named == ("on" if actual else "off"), option
         elif isinstance(actual, str):
             assert named == actual, option
         else:

@@ -113,6 +113,13 @@ def register(subparsers: Any) -> None:
         f"them ({env.STORE_RETENTION.cite()})",
     )
     parser.add_argument(
+        "--mcp",
+        action="store_true",
+        default=None,
+        help="also serve the MCP server over the store at /mcp on the OTLP/HTTP port, behind the "
+        f"bearer token ({env.MCP.cite()})",
+    )
+    parser.add_argument(
         "--emit-otel",
         metavar="URL",
         help=f"export gen_ai.evaluation.result events over OTLP/HTTP to URL/v1/logs ({env.EMIT_OTEL.cite()})",

@@ -8,6 +8,7 @@ only waits for signals: SIGTERM/SIGINT stop the service gracefully, SIGHUP reloa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import faulthandler
 import gc
@@ -36,6 +37,7 @@ from otel_traj.serve.http_receiver import OtlpHttpApp
 from otel_traj.serve.ingest import Ingest
 from otel_traj.serve.listen import PortUnavailable, listen
 from otel_traj.serve.logs import LogIngest, LogsCollector
+from otel_traj.serve.mcp_mount import McpMount
 from otel_traj.serve.policy_holder import PolicyHolder
 from otel_traj.serve.servers import DRAIN_S, OPERATIONS_SERVER, uvicorn_config
 from otel_traj.serve.settings import ServeSettings
@@ -103,6 +105,11 @@ class Service:
         )
         # Read once: a token file changed later takes effect on restart, as the flag would.
         self.auth_token = settings.bearer_token()
+        self._mcp = (
+            McpMount(store=settings.store, host=settings.host, auth_token=self.auth_token)
+            if settings.mcp and settings.store
+            else None
+        )
         self.stats = PipelineStats()
         self.policy = PolicyHolder(settings.policy, self.stats)
         self.prometheus = PrometheusSink()
@@ -203,7 +210,13 @@ class Service:
         # outside the operations port's limit.
         operations_app = RequestLimit(self._health, OPERATIONS_REQUESTS, exempt=PROBES)
         self._servers = [
-            uvicorn.Server(uvicorn_config(self._http_app, s.idle_timeout_s, tls=self.tls)),
+            uvicorn.Server(
+                uvicorn_config(
+                    self._mcp.beside(self._http_app) if self._mcp else self._http_app,
+                    s.idle_timeout_s,
+                    tls=self.tls,
+                )
+            ),
             uvicorn.Server(uvicorn_config(operations_app, s.idle_timeout_s)),
         ]
         started = threading.Event()
@@ -225,21 +238,25 @@ class Service:
         self, socks: list[socket.socket], started: threading.Event, failure: list[BaseException]
     ) -> None:
         async def main() -> None:
-            operations = contextvars.copy_context()
-            operations.run(OPERATIONS_SERVER.set, True)
-            http_server, operations_server = self._servers
-            http_sock, operations_sock = socks
-            tasks = [
-                asyncio.create_task(http_server.serve(sockets=[http_sock])),
-                asyncio.create_task(operations_server.serve(sockets=[operations_sock]), context=operations),
-            ]
-            # uvicorn exposes no startup hook for servers it does not own; poll its flag briefly.
-            while not all(server.started for server in self._servers):
-                if any(task.done() for task in tasks):
-                    break
-                await asyncio.sleep(0.005)
-            started.set()
-            await asyncio.gather(*tasks)
+            # The MCP server's task group runs before any request can reach it.
+            async with self._mcp.running() if self._mcp else contextlib.nullcontext():
+                operations = contextvars.copy_context()
+                operations.run(OPERATIONS_SERVER.set, True)
+                http_server, operations_server = self._servers
+                http_sock, operations_sock = socks
+                tasks = [
+                    asyncio.create_task(http_server.serve(sockets=[http_sock])),
+                    asyncio.create_task(
+                        operations_server.serve(sockets=[operations_sock]), context=operations
+                    ),
+                ]
+                # uvicorn exposes no startup hook for servers it does not own; poll its flag briefly.
+                while not all(server.started for server in self._servers):
+                    if any(task.done() for task in tasks):
+                        break
+                    await asyncio.sleep(0.005)
+                started.set()
+                await asyncio.gather(*tasks)
 
         try:
             asyncio.run(main())

@@ -43,7 +43,8 @@ class ServeSettings:
     ``logs`` (from the trace summaries other replicas' events carry, received on the OTLP logs
     endpoints; this service's own traces then reach its conversations only through those events)
     or ``store`` (every replica's summaries in the PostgreSQL ``store``, each conversation claimed
-    and graded by one replica when idle).
+    and graded by one replica when idle). ``mcp``: the MCP server over the store at ``/mcp`` on the
+    OTLP/HTTP port, behind the bearer token (``otel_traj.serve.mcp_mount``).
     """
 
     host: str = field(default_factory=env.HOST.read)
@@ -61,6 +62,7 @@ class ServeSettings:
     retry_after_s: float = field(default_factory=env.RETRY_AFTER_S.read)
     store_queue: int = field(default_factory=env.STORE_QUEUE.read)
     store_retention_s: float = field(default_factory=env.STORE_RETENTION.read)
+    mcp: bool = field(default_factory=env.MCP.read)
     grpc_workers: int = field(default_factory=env.GRPC_WORKERS.read)
     idle_timeout_s: float = field(default_factory=env.IDLE_TIMEOUT_S.read)
     body_timeout_s: float = field(default_factory=env.BODY_TIMEOUT_S.read)
@@ -93,6 +95,8 @@ class ServeSettings:
                 f"conversations_from={self.conversations_from!r}: expected one of "
                 + ", ".join(CONVERSATIONS_FROM)
             )
+        if self.mcp and not self.store:
+            raise ValueError("mcp: the MCP server reads the store: give store (--store)")
         if self.conversations_from == "store" and not is_postgres(self.store):
             raise ValueError("conversations_from='store': the store must be a postgresql:// URL")
 
