@@ -37,6 +37,18 @@ class _Open:
     size: int = 0
 
 
+def conversation_summary(policy: Policy | None, verdict: Verdict) -> tuple[TraceSummary, float] | None:
+    """A graded trace's summary and its conversation's ``idle_s``, when the trace has a conversation id
+    and its agent's policy a ``conversation`` section; else None."""
+    if policy is None or not verdict.trajectory.conversation_id:
+        return None
+    rules = policy.resolve(verdict.trajectory)
+    if rules.conversation is None:
+        return None
+    summary = summarize(verdict, rules)
+    return (summary, rules.conversation.idle_s) if summary is not None else None
+
+
 class Conversations:
     """``observe`` each graded verdict (or ``add`` a summary); ``ready`` returns the verdicts of the
     conversations that went idle, and of those the bounds made leave early (``complete`` False,
@@ -89,15 +101,9 @@ class Conversations:
         """A graded trace: kept when its agent's policy has a ``conversation`` section."""
         if not self.observe_traces:
             return
-        policy = self._policy()
-        if policy is None or not verdict.trajectory.conversation_id:
-            return
-        rules = policy.resolve(verdict.trajectory)
-        if rules.conversation is None:
-            return
-        summary = summarize(verdict, rules)
-        if summary is not None:
-            self._add(summary, rules.conversation.idle_s)
+        held = conversation_summary(self._policy(), verdict)
+        if held is not None:
+            self._add(*held)
 
     def add(self, summary: TraceSummary) -> bool:
         """A summary of a trace graded elsewhere; False when its agent's policy has no conversation."""

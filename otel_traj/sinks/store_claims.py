@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from otel_traj.conversations import Conversations, ConversationVerdict, TraceSummary, summarize
+from otel_traj.conversations import Conversations, ConversationVerdict, TraceSummary
 from otel_traj.conversations.grade import agent_policy, grade_with_policy
-from otel_traj.conversations.tracker import NO_RULES
+from otel_traj.conversations.tracker import NO_RULES, conversation_summary
 from otel_traj.delivery import backoff_delay
 from otel_traj.policy import Policy
 from otel_traj.redact import Redactor
@@ -163,15 +163,9 @@ class StoreConversations(Conversations):
         self._thread.start()
 
     def observe(self, verdict: Verdict) -> None:
-        policy = self._policy()
-        if policy is None or not verdict.trajectory.conversation_id:
-            return
-        rules = policy.resolve(verdict.trajectory)
-        if rules.conversation is None:
-            return
-        summary = summarize(verdict, rules)
-        if summary is not None:
-            self._sink.hold(summary_row(summary, rules.conversation.idle_s))
+        held = conversation_summary(self._policy(), verdict)
+        if held is not None:
+            self._sink.hold(summary_row(*held))
 
     def add(self, summary: TraceSummary) -> bool:
         policy = self._policy()
