@@ -135,18 +135,15 @@ def _build(
 def _store(target: str | Path, outputs: Outputs, redact: SensitiveKey | None) -> SqliteSink | PostgresSink:
     """The store's sink; what is kept is masked as Langfuse is: the policy's keys and secret-looking
     ones."""
-    from otel_traj.sinks.store_postgres_schema import is_postgres, shown
+    from otel_traj.sinks.store_postgres_schema import is_postgres, require_driver, shown
     from otel_traj.sinks.store_schema import StoreError
 
     if isinstance(target, str) and is_postgres(target):
-        try:
-            import psycopg
+        require_driver(target)
+        import psycopg
 
-            from otel_traj.sinks.store_postgres import PostgresSink
-        except ImportError:
-            raise StoreError(
-                f"{shown(target)}: a PostgreSQL store needs psycopg: pip install 'otel-traj[postgres]'"
-            ) from None
+        from otel_traj.sinks.store_postgres import PostgresSink
+
         try:
             return PostgresSink(
                 url=target, max_queue=outputs.store_queue, redact=redact, retention_s=outputs.store_retention

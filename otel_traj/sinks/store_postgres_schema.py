@@ -119,6 +119,17 @@ def is_postgres(target: object) -> bool:
     return isinstance(target, str) and urlsplit(target).scheme in SCHEMES
 
 
+def require_driver(url: str) -> None:
+    """Raises ``StoreError`` saying how to install psycopg when it is missing (a PostgreSQL store
+    named where only SQLite can be used)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise StoreError(
+            f"{shown(url)}: a PostgreSQL store needs psycopg: pip install 'otel-traj[postgres]'"
+        ) from None
+
+
 def shown(url: str) -> str:
     """The URL with its password masked, for messages and logs."""
     parts = urlsplit(url)

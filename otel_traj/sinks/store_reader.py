@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from otel_traj.sinks.store_conversations import conversations_sql, read_conversations
 from otel_traj.sinks.store_judgements import COLUMNS as JUDGEMENT_COLUMNS
 from otel_traj.sinks.store_judgements import read_judgements
-from otel_traj.sinks.store_postgres_schema import is_postgres, pg_sql, shown
-from otel_traj.sinks.store_schema import Query, StoreError, connect, read_verdicts, verdicts_sql
+from otel_traj.sinks.store_postgres_schema import is_postgres, pg_sql, require_driver, shown
+from otel_traj.sinks.store_schema import Query, connect, read_verdicts, verdicts_sql
 
 if TYPE_CHECKING:
     import psycopg
@@ -64,12 +64,7 @@ def open_store(target: str | Path) -> StoreReader:
     """A reader of the store at ``target``. Raises ``StoreError`` (no such store, a newer schema, no
     driver for PostgreSQL) or one of ``read_errors()``."""
     if isinstance(target, str) and is_postgres(target):
-        try:
-            import psycopg  # noqa: F401
-        except ImportError:
-            raise StoreError(
-                f"{shown(target)}: a PostgreSQL store needs psycopg: pip install 'otel-traj[postgres]'"
-            ) from None
+        require_driver(target)
         from otel_traj.sinks.store_postgres_schema import connect as pg_connect
 
         return PostgresReader(pg_connect(target, readonly=True), shown(target))
