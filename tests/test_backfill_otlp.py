@@ -17,6 +17,7 @@ import pytest
 
 from otel_traj.backfill.http import PoliteClient
 from otel_traj.backfill.otlp import OtlpJsonReader, read_otlp_runs, read_trace_ids, split_template
+from otel_traj.backfill.search import fill_window, trace_ids_in
 from otel_traj.cli import main
 from otel_traj.offline import offline_config
 from otel_traj.policy import load_policy
@@ -47,6 +48,14 @@ class Backend:
         if self.answers:
             status, headers = self.answers.pop(0)
             return status, headers, {"message": "injected"}
+        if path == "/api/echo":
+            return 200, {}, {"status": "echo"}
+        if path.startswith("/api/search?"):
+            return (
+                200,
+                {},
+                {"traces": [{"traceID": t.lstrip("0"), "rootServiceName": "agent"} for t in self.traces]},
+            )
         trace_id = path.rsplit("/", 1)[-1]
         doc = self.traces.get(trace_id)
         if doc is None:
@@ -159,6 +168,66 @@ def test_a_failure_stops_the_reading_and_exits_2(tmp_path: Path, capsys: pytest.
     assert "reading stopped: trace" in capsys.readouterr().err
 
 
+def test_backfill_reads_the_trace_ids_a_search_answers_in_its_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["grade", "--policy", str(EXAMPLE_POLICY), "--format", "json", str(CLEAN), str(VIOLATING)]) == 1
+    )
+    expected = json.loads(capsys.readouterr().out)
+    with Backend(CLEAN, VIOLATING).running() as backend:
+        code = main(
+            [
+                "backfill", "--from", "otlp-json", backend.url + "/api/v2/traces/{trace_id}",
+                "--search", backend.url + "/api/search?q={}&start={since}&end={until}&limit=100",
+                "--since", "2026-01-01T00:00:00Z", "--until", "2026-01-02T00:00:00Z",
+                "--policy", str(EXAMPLE_POLICY), "--format", "json", "--rps", "1000",
+            ]
+        )  # fmt: skip
+        asked = list(backend.asked)
+    assert code == 1
+    assert json.loads(capsys.readouterr().out)["trajectories"] == expected["trajectories"]
+    assert asked[0] == "/api/search?q={}&start=1767225600&end=1767312000&limit=100"
+    assert asked[1:] == [f"/api/v2/traces/{t}" for t in backend.traces]
+
+
+def test_trace_ids_are_found_in_the_answers_of_tempo_jaeger_and_jaeger_v2() -> None:
+    short = "7a1d2dd4deaf177e0acf55b3c49032"
+    tempo = {"traces": [{"traceID": short, "spanSet": {"spans": [{"spanID": "c9da5e6e5f51bb83"}]}}]}
+    jaeger = {"data": [{"traceID": "5e6e5f51bb83c9da", "spans": [{"traceID": "5e6e5f51bb83c9da"}]}]}
+    jaeger_v2 = {"result": json.loads(CLEAN.read_text())}
+    assert trace_ids_in(tempo) == ["00" + short]
+    assert trace_ids_in(jaeger) == ["0" * 16 + "5e6e5f51bb83c9da"]
+    assert trace_ids_in(jaeger_v2) == [_trace_id(jaeger_v2["result"])]
+    assert trace_ids_in({"traces": [{"traceID": "not hex"}, {"traceID": "0" * 32}, {"traceID": 7}]}) == []
+
+
+def test_a_search_window_is_filled_in_seconds_or_rfc3339_and_a_missing_time_named() -> None:
+    since, until = 1_767_225_600_123_456_789, 1_767_312_000_000_000_000
+    url = "http://j/api/v3/traces?query.start_time_min={since_rfc3339}&query.start_time_max={until_rfc3339}"
+    assert fill_window(url, since, until).endswith(
+        "min=2026-01-01T00:00:00.123456Z&query.start_time_max=2026-01-02T00:00:00.000000Z"
+    )
+    assert (
+        fill_window("http://t/api/search?start={since}", since, None)
+        == "http://t/api/search?start=1767225600"
+    )
+    with pytest.raises(ValueError, match=r"holds \{until\}: give --until"):
+        fill_window("http://t/api/search?end={until}", since, None)
+
+
+def test_a_search_that_answers_no_search_answer_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with Backend(CLEAN).running() as backend:
+        code = main(
+            [
+                "backfill", "--from", "otlp-json", backend.url + "/api/v2/traces/{trace_id}",
+                "--search", backend.url + "/api/echo", "--policy", str(EXAMPLE_POLICY),
+            ]
+        )  # fmt: skip
+    assert code == 2
+    assert "--search: GET api/echo: the answer is no search answer" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -166,12 +235,39 @@ def test_a_failure_stops_the_reading_and_exits_2(tmp_path: Path, capsys: pytest.
             ["--from", "otlp-json", "http://tempo:3200/api/v2/traces/", "--trace-ids", "IDS"],
             "must hold {trace_id}",
         ),
-        (["--from", "otlp-json", "http://tempo:3200/api/v2/traces/{trace_id}"], "needs --trace-ids FILE"),
+        (
+            ["--from", "otlp-json", "http://tempo:3200/api/v2/traces/{trace_id}"],
+            "needs one of --trace-ids FILE and --search URL",
+        ),
         (["--from", "langfuse", "--trace-ids", "IDS"], "--trace-ids goes with --from otlp-json URL"),
         (["--from", "tempo"], "expected `langfuse` or `otlp-json URL`"),
         (
+            ["--from", "langfuse", "--search", "http://t/api/search"],
+            "--search goes with --from otlp-json URL",
+        ),
+        (
+            ["--from", "otlp-json", "http://t/{trace_id}", "--search", "http://t/s", "--trace-ids", "IDS"],
+            "needs one of --trace-ids FILE and --search URL",
+        ),
+        (
+            [
+                "--from",
+                "otlp-json",
+                "http://t/{trace_id}",
+                "--search",
+                "http://t/api/search",
+                "--since",
+                "1h",
+            ],
+            "--since: the search URL holds no {since} or {since_rfc3339}",
+        ),
+        (
+            ["--from", "otlp-json", "http://t/{trace_id}", "--search", "http://t/s", "--name", "x"],
+            "--name: Langfuse's only",
+        ),
+        (
             ["--from", "otlp-json", "http://t/{trace_id}", "--trace-ids", "IDS", "--since", "24h"],
-            "--since: Langfuse's",
+            "--since: a window goes with --search",
         ),
     ],
 )

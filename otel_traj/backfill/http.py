@@ -85,7 +85,9 @@ class PoliteClient:
         self.counts.requests += 1
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            return self._client.get(path, params={k: v for k, v in params.items() if v is not None})
+            # No params at all, not an empty mapping: httpx would drop the query the path holds.
+            query = {k: v for k, v in params.items() if v is not None}
+            return self._client.get(path, params=query or None)
         finally:
             detach(token)
 

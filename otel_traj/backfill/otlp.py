@@ -37,20 +37,27 @@ _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _NOT_FOUND = 404
 
 
-def split_template(url: str) -> tuple[str, str]:
-    """The base (``scheme://host``) and the path template of a URL template; ``ValueError`` when
-    it is not an http(s) URL holding ``{trace_id}`` once."""
+def split_url(url: str) -> tuple[str, str]:
+    """The base (``scheme://host``) and the rest (path and query) of an http(s) URL; ``ValueError``
+    when it is not one."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"{url!r}: expected an http:// or https:// URL")
     rest = urllib.parse.urlunsplit(("", "", parts.path, parts.query, ""))
-    if rest.count(PLACEHOLDER) != 1 or PLACEHOLDER in parts.netloc:
+    return f"{parts.scheme}://{parts.netloc}", rest.lstrip("/")
+
+
+def split_template(url: str) -> tuple[str, str]:
+    """The base and the path template of a URL template; ``ValueError`` when it is not an http(s)
+    URL holding ``{trace_id}`` once, in its path."""
+    base, rest = split_url(url)
+    if rest.count(PLACEHOLDER) != 1 or PLACEHOLDER in base:
         raise ValueError(
             f"{url!r}: the URL must hold {PLACEHOLDER} once in its path, as in "
             f"http://tempo:3200/api/v2/traces/{PLACEHOLDER} (Tempo) or "
             f"http://jaeger:16686/api/v3/traces/{PLACEHOLDER} (Jaeger v2)"
         )
-    return f"{parts.scheme}://{parts.netloc}", rest.lstrip("/")
+    return base, rest
 
 
 def read_trace_ids(path: str) -> list[str]:

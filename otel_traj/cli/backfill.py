@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 
 SOURCE = "langfuse"
 OTLP_JSON = "otlp-json"
-# Settings that select Langfuse traces: the trace ids file selects those of an OTLP/JSON backend.
-_LANGFUSE_ONLY = ("since", "until", "name", "tag", "user_id", "session_id", "environment", "dry_run")
+# Settings that select Langfuse traces: the trace ids file or the search selects those of an OTLP/JSON
+# backend (the search with the time window, --since and --until).
+_LANGFUSE_ONLY = ("name", "tag", "user_id", "session_id", "environment", "dry_run")
+_WINDOW = ("since", "until")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -72,6 +74,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--trace-ids", metavar="FILE", help=f"with --from {OTLP_JSON}: the trace ids to read, one a line"
+    )
+    parser.add_argument(
+        "--search",
+        metavar="URL",
+        help=f"with --from {OTLP_JSON}: read the trace ids this search URL answers (Tempo's /api/search, "
+        "Jaeger's /api/traces or /api/v3/traces); {since} and {until} in it become --since and --until "
+        "in Unix seconds, {since_rfc3339} and {until_rfc3339} the same in RFC 3339",
     )
     parser.add_argument("--policy", metavar="FILE", required=True, help="policy file (YAML or JSON)")
     parser.add_argument(
@@ -181,17 +190,28 @@ def _source(args: argparse.Namespace) -> str | None:
     """The OTLP/JSON URL template when the runs come from such a backend, else None (Langfuse)."""
     source = args.source
     if source == [SOURCE]:
-        if args.trace_ids:
-            raise SettingError(f"--trace-ids goes with --from {OTLP_JSON} URL")
+        for flag, given in (("--trace-ids", args.trace_ids), ("--search", args.search)):
+            if given:
+                raise SettingError(f"{flag} goes with --from {OTLP_JSON} URL")
         return None
     if len(source) != 2 or source[0] != OTLP_JSON:
         raise SettingError(f"--from {' '.join(source)}: expected `{SOURCE}` or `{OTLP_JSON} URL`")
-    if not args.trace_ids:
-        raise SettingError(f"--from {OTLP_JSON} needs --trace-ids FILE")
-    given = [f"--{name.replace('_', '-')}" for name in _LANGFUSE_ONLY if getattr(args, name)]
+    if bool(args.trace_ids) == bool(args.search):
+        raise SettingError(f"--from {OTLP_JSON} needs one of --trace-ids FILE and --search URL")
+    given = _flags(args, _LANGFUSE_ONLY)
     if given:
-        raise SettingError(f"{', '.join(given)}: Langfuse's only; --trace-ids selects the traces")
+        raise SettingError(f"{given}: Langfuse's only")
+    window = _flags(args, _WINDOW)
+    if window and not args.search:
+        raise SettingError(f"{window}: a window goes with --search; --trace-ids selects the traces")
+    if args.since == "last":
+        raise SettingError("--since last: Langfuse's only (give a duration or a time)")
     return str(source[1])
+
+
+def _flags(args: argparse.Namespace, names: tuple[str, ...]) -> str:
+    """The flags of ``names`` given on the command line, as they are spelt there."""
+    return ", ".join(f"--{name.replace('_', '-')}" for name in names if getattr(args, name))
 
 
 def run(args: argparse.Namespace) -> int:
