@@ -75,3 +75,47 @@ def test_the_higher_precedence_key_wins(conflict: tuple[int, str, str, str, str]
 
 def test_every_field_has_competing_keys() -> None:
     assert all(len(_keys(table)) >= 2 for table, *_ in FIELDS)
+
+
+def test_a_deferred_message_without_text_gives_way_to_the_next_source() -> None:
+    # The normalizer's rebuild of a user message whose text it could not read: a part-less message.
+    empty_user = json.dumps([{"role": "user", "parts": []}])
+    asked = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "refund INV-7"}]}])
+    for rebuilt, expected in ((empty_user, "from input.value"), (asked, "refund INV-7")):
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": rebuilt,
+            "input.value": "from input.value",
+        }
+        step = to_step(SpanView(1, 2, None, "chat m", 0, 1, attributes))
+        assert isinstance(step, ModelCall) and step.input_text == expected
+
+
+def test_requested_calls_without_ids_take_them_from_a_source_that_records_the_same_calls() -> None:
+    def output(ids: list[str | None]) -> str:
+        calls = [
+            {"type": "tool_call", "name": name, "arguments": {}, **({"id": i} if i else {})}
+            for name, i in zip(["lookup", "refund"], ids, strict=True)
+        ]
+        return json.dumps([{"role": "assistant", "parts": calls}])
+
+    def requested(flat_ids: list[str | None], flat_names: list[str]) -> list[tuple[str, str | None]]:
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.output.messages": output([None, None]),
+        }
+        prefix = "llm.output_messages.0.message"
+        attributes[f"{prefix}.role"] = "assistant"
+        for n, (name, call_id) in enumerate(zip(flat_names, flat_ids, strict=True)):
+            attributes[f"{prefix}.tool_calls.{n}.tool_call.function.name"] = name
+            attributes[f"{prefix}.tool_calls.{n}.tool_call.function.arguments"] = "{}"
+            if call_id:
+                attributes[f"{prefix}.tool_calls.{n}.tool_call.id"] = call_id
+        step = to_step(SpanView(1, 2, None, "chat m", 0, 1, attributes))
+        assert isinstance(step, ModelCall)
+        return [(r.name, r.call_id) for r in step.requested_tools]
+
+    assert requested(["c1", "c2"], ["lookup", "refund"]) == [("lookup", "c1"), ("refund", "c2")]
+    # Other calls, or the same calls without every id, give no id: a call is never given another's.
+    assert requested(["c1", "c2"], ["refund", "lookup"]) == [("lookup", None), ("refund", None)]
+    assert requested(["c1", None], ["lookup", "refund"]) == [("lookup", None), ("refund", None)]

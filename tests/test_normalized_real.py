@@ -31,38 +31,28 @@ RUNS = sorted(
 
 # `messages.go` rebuilds `gen_ai.input.messages` / `gen_ai.output.messages` from the flattened
 # `llm.*_messages.N.message.*` attributes when the span has none; otel-traj reads those before
-# `input.value` / `output.value`. Where the framework's flattened messages leave out what its
-# `input.value` holds, the rebuilt messages hide it, originals kept or not.
-CHANGED_KEPT: dict[str, frozenset[str]] = {
-    # DSPy's flattened request is the ChatAdapter prompt: the rebuilt input messages are read as the
-    # user's message instead of the `question` in `input.value`.
-    "dspy_openinference": frozenset({"user_input"}),
-    # Google ADK flattens the user's message as `message.contents.0.message_content.text`, which
-    # applyField does not read: the rebuilt user message has no parts, and the one in ADK's own
-    # `llm_request` is no longer read.
-    "google_adk_openinference": frozenset({"user_input"}),
-    # Haystack flattens the tool results with neither `content` nor `tool_call_id`, and the requested
-    # calls without `id`: the call ids and results that only `input.value`'s ChatMessage reprs carry
-    # are read no more (buildSingleMessage writes no id it was not given).
-    "haystack_openinference": frozenset({"tools", "models"}),
-}
+# `input.value` / `output.value`, and joins what the rebuilt messages lost: a rebuilt message without
+# text gives way to the next source (Google ADK's user message, flattened where applyField does not
+# read it), DSPy's ChatAdapter sections are read from whichever source the request came from, and
+# calls rebuilt without ids (Haystack's) take them from `output.value`. With the originals kept,
+# nothing differs.
+CHANGED_KEPT: dict[str, frozenset[str]] = {}
 # `remove_originals` also drops every source attribute it renamed and every flattened message
-# attribute (read or not: `name`, `contents.*`). On top of the above:
+# attribute (read or not: `name`, `contents.*`). What then differs:
 CHANGED_REMOVED: dict[str, frozenset[str]] = {
-    **CHANGED_KEPT,
     # `valuemappings.go`: `chain` -> `invoke_agent`. CHAIN spans (the framework's internal steps)
     # become agent runs without `gen_ai.agent.name`, and `agent.name` is gone from the agent span.
     "beeai_openinference": frozenset({"agent_runs"}),
     "crewai_openinference": frozenset({"agent_runs"}),
-    "google_adk_openinference": frozenset({"user_input", "agent_runs"}),
-    "haystack_openinference": frozenset({"tools", "models", "agent_runs"}),
+    "google_adk_openinference": frozenset({"agent_runs"}),
+    "haystack_openinference": frozenset({"agent_runs"}),
     "llamaindex_openinference": frozenset({"agent_runs"}),
     "langgraph_openinference": frozenset({"agent", "agent_runs"}),
     "smolagents_openinference": frozenset({"agent", "agent_runs"}),
     # DSPy: with `openinference.span.kind` renamed away (TOOL -> `execute_tool`, CHAIN ->
     # `invoke_agent`) its tool spans lose their results and failures, its `finish` step reads as a
     # tool, and its modules as unnamed agent runs.
-    "dspy_openinference": frozenset({"user_input", "tools", "agent_runs"}),
+    "dspy_openinference": frozenset({"tools", "agent_runs"}),
     # `traceloop.span.kind` `task` -> `invoke_agent` with `traceloop.entity.name` as the agent's name:
     # every task becomes an agent run; `traceloop.entity.output` (a Python repr of the tool's result,
     # its error flag in `traceloop.entity.*`) moves to `gen_ai.output.messages`.

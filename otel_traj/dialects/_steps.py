@@ -168,11 +168,14 @@ def _lazy_text(value: Any, max_chars: int) -> LazyText:
 
 def _small(source: Callable[[], Any], max_chars: int) -> bool:
     """Whether the values a deferred parse holds are short texts or numbers (the dialects defer
-    ``partial(parse, attribute value, max_chars)``)."""
+    ``partial(parse, attribute value, max_chars)``, possibly within another deferred step)."""
     if not isinstance(source, partial) or source.keywords:
         return False
     return all(
-        (isinstance(arg, str) and len(arg) <= max_chars) or isinstance(arg, int) or arg is None
+        (isinstance(arg, str) and len(arg) <= max_chars)
+        or isinstance(arg, int)
+        or arg is None
+        or (isinstance(arg, partial) and _small(arg, max_chars))
         for arg in source.args
     )
 

@@ -11,11 +11,12 @@ user's message is the request's first section. Tool spans are named ``<tool>.__c
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from otel_traj.spanview import SpanView
-from otel_traj.steps import RequestedTool
+from otel_traj.steps import LazyText, RequestedTool
 
 CALL_SUFFIX = ".__call__"
 # ReAct's built-in tool that ends the loop; a program's own tool cannot take its name.
@@ -59,6 +60,18 @@ def user_message(text: str) -> str:
     any other text unchanged."""
     fields = sections(text)
     return next(iter(fields.values())) if fields else text
+
+
+def request_user_message(text: LazyText) -> LazyText:
+    """:func:`user_message` of a request's text, also when that text is read when first needed."""
+    if callable(text):
+        return partial(_deferred_user_message, text)
+    return user_message(text) if isinstance(text, str) else text
+
+
+def _deferred_user_message(read: Callable[[], str | None]) -> str | None:
+    text = read()
+    return user_message(text) if text is not None else None
 
 
 def answer(text: str) -> str:

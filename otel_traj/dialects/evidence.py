@@ -7,7 +7,8 @@ source the value came from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from otel_traj.dialects import (
@@ -31,9 +32,9 @@ from otel_traj.dialects._base import PARSE_LIMIT, as_name, as_str, loads_once, p
 from otel_traj.dialects._messages import Output
 from otel_traj.dialects._steps import agent_run, model_call, tool_call, unwrap_arguments
 from otel_traj.dialects._usage import Usage, agent_usage, usage, usage_from_json
-from otel_traj.dialects.sources import UnreadableField, first_of
+from otel_traj.dialects.sources import Source, UnreadableField, first_of, first_text_of
 from otel_traj.spanview import KIND_SERVER, SpanView
-from otel_traj.steps import AgentRun, ModelCall, ToolCall
+from otel_traj.steps import AgentRun, ModelCall, RequestedTool, ToolCall
 
 # Tool spans a framework writes for its own bookkeeping: no tool ran (Google ADK's span after a
 # response with several calls).
@@ -138,18 +139,46 @@ def _output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output:
     """The response as the first source that records it has it (text and requested tools together).
     A source that records only the finish reasons gives those; the text and calls then come from the
     next source that has them (LiteLLM's ``gen_ai.output.messages`` drops the calls of a response
-    that its ``gen_ai.completion.N.function_call.*`` keep)."""
+    that its ``gen_ai.completion.N.function_call.*`` keep). Calls recorded without their ids take
+    them from a later source that records the same calls with ids (the Collector's GenAI normalizer
+    rebuilds Haystack's messages without the ids its ``output.value`` keeps)."""
     reasons: tuple[str, ...] = ()
-    for source in fields.MODEL_OUTPUT:
+    for index, found in _outputs(fields.MODEL_OUTPUT, view, attrs, max_chars):
+        if found[0] or found[1]:
+            requested = found[1]
+            if any(not call.call_id for call in requested):
+                requested = _call_ids(requested, fields.MODEL_OUTPUT[index + 1 :], view, attrs, max_chars)
+            return found[0], requested, found[2] or reasons
+        reasons = reasons or found[2]
+    return None, (), reasons
+
+
+def _outputs(
+    sources: Sequence[Source], view: SpanView, attrs: Mapping[str, Any], max_chars: int
+) -> Iterator[tuple[int, Output]]:
+    for index, source in enumerate(sources):
         if source.trigger is not None and source.trigger not in attrs:
             continue
         found: Output | None = source.read(view, attrs, max_chars)
-        if found is None:
-            continue
-        if found[0] or found[1]:
-            return found[0], found[1], found[2] or reasons
-        reasons = reasons or found[2]
-    return None, (), reasons
+        if found is not None:
+            yield index, found
+
+
+def _call_ids(
+    requested: tuple[RequestedTool, ...],
+    sources: Sequence[Source],
+    view: SpanView,
+    attrs: Mapping[str, Any],
+    max_chars: int,
+) -> tuple[RequestedTool, ...]:
+    names = [call.name for call in requested]
+    for _, (_, other, _) in _outputs(sources, view, attrs, max_chars):
+        if [call.name for call in other] == names and all(call.call_id for call in other):
+            return tuple(
+                call if call.call_id else replace(call, call_id=with_id.call_id)
+                for call, with_id in zip(requested, other, strict=True)
+            )
+    return requested
 
 
 def _usage(view: SpanView, attrs: Mapping[str, Any]) -> Usage:
@@ -180,9 +209,7 @@ def model_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
             text, requested = printed_message
         else:
             requested = dspy.requested_tools(text) or react.requested_tools(text)
-    input_text = first_of(fields.MODEL_INPUT, view, attrs, max_chars)
-    if isinstance(input_text, str):
-        input_text = dspy.user_message(input_text)
+    input_text = dspy.request_user_message(first_text_of(fields.MODEL_INPUT, view, attrs, max_chars))
     return model_call(
         view,
         attrs,
@@ -211,7 +238,7 @@ def agent_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars
         max_chars,
         name=first_of(fields.AGENT_NAME, view, attrs, max_chars),
         conversation_id=first_of(fields.CONVERSATION_ID, view, attrs, max_chars),
-        input_text=first_of(fields.AGENT_INPUT, view, attrs, max_chars),
+        input_text=first_text_of(fields.AGENT_INPUT, view, attrs, max_chars),
         output_text=first_of(fields.AGENT_OUTPUT, view, attrs, max_chars),
         usage=agent_usage(attrs),
         workflow=attrs.get(traceloop.KIND) == "workflow"

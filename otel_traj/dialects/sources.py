@@ -8,8 +8,9 @@ that does makes its field unreadable, never the span silently lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from otel_traj.spanview import SpanView
@@ -88,17 +89,44 @@ def first_of(
     when given: a value it turns into None (of the wrong type) is no value, and the next source is
     read. A reader that raises makes the field unreadable (``UnreadableField`` naming the source)."""
     for source in sources:
-        if source.trigger is not None and source.trigger not in attrs:
-            continue
-        try:
-            value = source.read(view, attrs, max_chars)
-        except Exception as exc:
-            raise UnreadableField(source.label, f"{type(exc).__name__}: {exc}"[:200]) from exc
-        if accept is not None and value is not None:
-            value = accept(value)
+        value = _read(source, view, attrs, max_chars, accept)
         if value is not None and value != "":
             return value
     return None
+
+
+def first_text_of(sources: Sequence[Source], view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Any:
+    """As :func:`first_of`, for a text field whose sources may defer their reading (a callable read
+    when first needed: a conversation's last user message). A deferred text that reads as nothing
+    gives the next source's value (read now), as if the sources had been read in order then."""
+    for index, source in enumerate(sources):
+        value = _read(source, view, attrs, max_chars, None)
+        if value is None or value == "":
+            continue
+        if not callable(value):
+            return value
+        fallback = first_text_of(sources[index + 1 :], view, attrs, max_chars)
+        return value if fallback is None else partial(_deferred_or, value, fallback)
+    return None
+
+
+def _deferred_or(read: Callable[[], str | None], fallback: Callable[[], str | None] | str) -> str | None:
+    text = read()
+    if text is not None and text != "":
+        return text
+    return fallback() if callable(fallback) else fallback
+
+
+def _read(
+    source: Source, view: SpanView, attrs: Mapping[str, Any], max_chars: int, accept: Convert | None
+) -> Any:
+    if source.trigger is not None and source.trigger not in attrs:
+        return None
+    try:
+        value = source.read(view, attrs, max_chars)
+    except Exception as exc:
+        raise UnreadableField(source.label, f"{type(exc).__name__}: {exc}"[:200]) from exc
+    return accept(value) if accept is not None and value is not None else value
 
 
 def equals(key: str, *values: str) -> Guard:
