@@ -261,6 +261,20 @@ def test_a_memory_write_a_policy_guards_needs_confirmation() -> None:
     assert checks.check_confirmation(traj, unguarded).reason == "no high-risk tool called"
 
 
+def test_a_memory_write_the_deny_list_names_fails_tools() -> None:
+    traj = _run([_memory("delete_memory", [], 30, 40), _refund()])
+    [write] = traj.memory_writes
+    denied = checks.check_tools(traj, Tools(deny=("memory:delete_memory",)))
+    assert (denied.status, denied.reason, denied.steps) == (
+        "fail",
+        "memory:delete_memory is denied",
+        (write.step_id,),
+    )
+    assert checks.check_tools(traj, Tools(deny=("memory:update_memory",))).status == "pass"
+    # The allow-list lists tools: a write is never outside it.
+    assert checks.check_tools(traj, Tools(allow=("create_refund_request",))).status == "pass"
+
+
 LOOKUP = {"type": "object", "properties": {"invoice_id": {"type": "string"}}, "required": ["invoice_id"]}
 DEFINITIONS = [
     {"type": "function", "name": "create_refund_request", "parameters": LOOKUP},
