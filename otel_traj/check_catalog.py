@@ -106,7 +106,8 @@ CATALOG: tuple[CheckInfo, ...] = (
         "critical",
         "tool_selection",
         "`tools.allow` or `tools.deny` is set",
-        "a tool outside `allow` or in `deny` was called",
+        "a tool outside `allow` or in `deny` was called (or a memory write in `deny` made, "
+        "`memory:<operation>`)",
         tools_only=True,
     ),
     CheckInfo(

@@ -126,6 +126,20 @@ def run_files(framework: str, scenario: str, ext: str = "otlp.pb") -> list[Path]
     return [REAL / framework / f"{scenario}.{ext}", *([logs] if logs.exists() else [])]
 
 
+# Runs of other scenarios than the support agent's, one folder deeper (``retrieval/<framework>/``):
+# the suites that hold every recording to what its spans say (not to the support scenario's facts)
+# read them too.
+OTHER_SCENARIOS = ("retrieval",)
+
+
+def recorded_traces(ext: str = "otlp.pb") -> list[Path]:
+    """Every recorded run's trace file: the support scenario's and the other scenarios'."""
+    found = list(REAL.glob(f"*/*.{ext}"))
+    for folder in OTHER_SCENARIOS:
+        found += REAL.glob(f"{folder}/*/*.{ext}")
+    return sorted(found)
+
+
 def is_call_id(recorded: Recorded, name: str, call_id: str | None) -> bool:
     """Whether ``call_id`` is the id the framework records for a call of tool ``name``: the scripted
     model's ``call_N``, or the instrumentation's made-up ``<name>_<part index>``."""

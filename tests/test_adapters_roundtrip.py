@@ -42,6 +42,7 @@ from otel_traj.adapters import (
     views_from_request,
 )
 from otel_traj.adapters.sdk import comparable
+from tests.real_frameworks import recorded_traces
 
 REMOTE_TRACE = 0x0AF7651916CD43DD8448EB211C80319C
 REMOTE_PARENT = 0xB7AD6B7169203331
@@ -303,10 +304,10 @@ def test_every_file_form_reads_the_same_views(
     }
 
 
-REAL_PAIRS = sorted(REAL.glob("*/*.otlp.pb"))
+REAL_PAIRS = recorded_traces()
 
 
-@pytest.mark.parametrize("pb_path", REAL_PAIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("pb_path", REAL_PAIRS, ids=lambda p: str(p.relative_to(REAL)))
 def test_real_fixture_protobuf_and_json_agree(pb_path: Path) -> None:
     json_path = pb_path.with_name(pb_path.name.removesuffix(".pb") + ".json")
     from_pb = read_trace_file(pb_path)

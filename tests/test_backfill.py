@@ -22,10 +22,11 @@ from otel_traj.sinks.store_cursors import read_cursor
 from otel_traj.verdict import Verdict
 from tests.langfuse_reads import observations_from_otlp
 from tests.langfuse_server import LangfuseTestServer
+from tests.real_frameworks import recorded_traces
 from tests.support_trajectories import EXAMPLE_POLICY
 
 REAL = Path(__file__).parent / "fixtures" / "real"
-FILES = sorted(REAL.glob("*/*.otlp.json"))
+FILES = recorded_traces("otlp.json")
 # Runs whose backfilled verdict differs from the OTLP file's: what Langfuse's ingestion drops (span
 # events, ``llm.input_messages.*`` beside ``input.value``, the key its input came from when several
 # frameworks' keys meet) is not yet made up for by the reading.
@@ -47,7 +48,7 @@ POLICY = load_policy(EXAMPLE_POLICY)
 
 
 def _name(path: Path) -> str:
-    return f"{path.parent.name}/{path.name.removesuffix('.otlp.json')}"
+    return str(path.relative_to(REAL)).removesuffix(".otlp.json")
 
 
 def _key(verdict: Verdict) -> tuple[Any, ...]:

@@ -3,6 +3,7 @@ names, never tool calls."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_traj import checks
 from otel_traj.adapters.sdk import from_readable_span
-from otel_traj.dialects import to_step
+from otel_traj.dialects import read_span, to_step
 from otel_traj.dialects.operations import TABLE
 from otel_traj.judge.evidence import judge_evidence
 from otel_traj.offline import grade_runs, trajectories_from_views
@@ -146,6 +147,56 @@ def test_a_retrieval_without_documents_or_query_is_no_step() -> None:
     assert to_step(record("retrieval kb", {"gen_ai.operation.name": "retrieval"})) is None
 
 
+def _retriever(**more: Any) -> dict[str, Any]:
+    """An OpenInference RETRIEVER span's attributes, its documents flattened."""
+    return {
+        "openinference.span.kind": "RETRIEVER",
+        "input.value": "duplicate charge last week",
+        "retrieval.documents.0.document.id": "kb-17",
+        "retrieval.documents.0.document.content": "Invoice INV-2041 was charged twice (199 yuan).",
+        "retrieval.documents.0.document.score": 0.92,
+        "retrieval.documents.1.document.id": "kb-3",
+        "retrieval.documents.1.document.content": "Refund policy.",
+        **more,
+    }
+
+
+def test_an_openinference_retriever_with_documents_is_a_retrieval() -> None:
+    plain, contradicted = read_span(record("VectorIndexRetriever.aretrieve", _retriever()))
+    assert isinstance(plain, ContextOperation) and not contradicted
+    assert (plain.operation, plain.name, plain.dialect) == (
+        "retrieval",
+        "retrieval:retrieval",
+        "openinference",
+    )
+    assert plain.query == "duplicate charge last week"
+    assert json.loads(plain.text or "") == [
+        {"id": "kb-17", "content": "Invoice INV-2041 was charged twice (199 yuan).", "score": 0.92},
+        {"id": "kb-3", "content": "Refund policy."},
+    ]
+    # The conventions' operation beside the kind (the Collector's normalizer adds it) says the same.
+    both, contradicted = read_span(record("retrieve", _retriever(**{"gen_ai.operation.name": "retrieval"})))
+    assert both == dataclasses.replace(
+        plain, span_id=both.span_id, start_ns=both.start_ns, end_ns=both.end_ns
+    )
+    assert not contradicted
+
+
+def test_an_openinference_retriever_grounds_an_argument() -> None:
+    retriever = ("VectorIndexRetriever.aretrieve", _retriever(), 10, 20)
+    assert checks.check_grounded(_run([retriever, _refund()]), GROUNDED).status == "pass"
+    assert checks.check_grounded(_run([_refund()]), GROUNDED).status == "fail"
+
+
+def test_an_openinference_retriever_without_documents_is_no_step() -> None:
+    attributes = {
+        "openinference.span.kind": "RETRIEVER",
+        "input.value": '{"query_bundle": {}}',
+        "output.value": "[]",
+    }
+    assert read_span(record("VectorIndexRetriever._aretrieve", attributes)) == (None, False)
+
+
 def test_relations_read_a_retrieved_document() -> None:
     rule = Relation.model_validate(
         {"argument": "amount_yuan", "op": "<=", "earlier": "retrieval:retrieval", "path": "[0].amount_yuan"}
@@ -208,6 +259,20 @@ def test_a_memory_write_a_policy_guards_needs_confirmation() -> None:
     assert result.reason.startswith("memory:delete_memory was not confirmed")
     unguarded = Confirmation(tools=("memory:update_memory",))
     assert checks.check_confirmation(traj, unguarded).reason == "no high-risk tool called"
+
+
+def test_a_memory_write_the_deny_list_names_fails_tools() -> None:
+    traj = _run([_memory("delete_memory", [], 30, 40), _refund()])
+    [write] = traj.memory_writes
+    denied = checks.check_tools(traj, Tools(deny=("memory:delete_memory",)))
+    assert (denied.status, denied.reason, denied.steps) == (
+        "fail",
+        "memory:delete_memory is denied",
+        (write.step_id,),
+    )
+    assert checks.check_tools(traj, Tools(deny=("memory:update_memory",))).status == "pass"
+    # The allow-list lists tools: a write is never outside it.
+    assert checks.check_tools(traj, Tools(allow=("create_refund_request",))).status == "pass"
 
 
 LOOKUP = {"type": "object", "properties": {"invoice_id": {"type": "string"}}, "required": ["invoice_id"]}

@@ -7,7 +7,6 @@ spans, never raise and never hand on more text than ``max_chars``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -19,11 +18,11 @@ from otel_traj.dialects import _base, to_step
 from otel_traj.dialects.recognize import classify
 from otel_traj.dialects.sources import UnreadableField
 from otel_traj.spanview import STATUS_ERROR, SpanEvent, SpanView
-from otel_traj.steps import AgentRun, ModelCall, Step, ToolCall, Unreadable
+from otel_traj.steps import AgentRun, ContextOperation, ModelCall, Step, ToolCall, Unreadable
 from tests.dialect_spans import record
+from tests.real_frameworks import recorded_traces
 
 MB = "x" * (1 << 20)
-REAL = Path(__file__).parent / "fixtures" / "real"
 
 
 def test_http_and_database_spans_are_not_steps() -> None:
@@ -145,7 +144,7 @@ def test_megabyte_values_are_capped_and_flagged() -> None:
 def test_small_max_chars_caps_every_text_of_real_traces() -> None:
     limit = 12
     seen = 0
-    for path in sorted(REAL.glob("*/*.otlp.pb")):
+    for path in recorded_traces():
         for view in views_from_bytes(path.read_bytes()):
             step = to_step(view, max_chars=limit)
             if step is None:
@@ -169,6 +168,8 @@ def _texts(step: Step) -> list[str]:
         values = [step.arguments_text, step.result, step.error_message]
     elif isinstance(step, ModelCall):
         values = [step.input_text, step.output_text] + [r.arguments_text for r in step.requested_tools]
+    elif isinstance(step, ContextOperation):
+        values = [step.text, step.query, step.source]
     else:
         values = [step.input_text, step.output_text]
     return [value for value in values if value is not None]

@@ -1,6 +1,12 @@
-"""``tools``: allow-list and deny-list of tool names. Needs only names, so it always runs."""
+"""``tools``: allow-list and deny-list of tool names. Needs only names, so it always runs.
+
+A memory write is no tool call, but a deny-list may name it as ``memory:<operation>``
+(``memory:delete_memory``): it fails as a denied tool does. The allow-list lists tools only: a
+memory write is never outside it."""
 
 from __future__ import annotations
+
+from itertools import chain
 
 from otel_traj.checks.base import count, failed, one_line, passed, step_id
 from otel_traj.policy import Tools
@@ -15,7 +21,10 @@ def check_tools(traj: Trajectory, tools: Tools, severity: Severity = "critical")
     steps: list[str] = []
     deny = frozenset(tools.deny)
     allow = frozenset(tools.allow)
-    for call in traj.tool_calls:
+    # Only denied writes are taken: the allow-list never sees a write.
+    writes = [write.as_call() for write in traj.memory_writes if write.name in deny]
+    calls = sorted(chain(traj.tool_calls, writes), key=lambda c: c.start_ns) if writes else traj.tool_calls
+    for call in calls:
         if call.name in deny:
             problems.setdefault(call.name, f"{call.name} is denied")
         elif allow and call.name not in allow:

@@ -1,8 +1,9 @@
 """OpenInference (Arize): OpenAI Agents, LangChain/LangGraph, LlamaIndex, smolagents, CrewAI and others.
 
-Classified by ``openinference.span.kind``: TOOL, LLM and AGENT map to steps; CHAIN, RETRIEVER,
-EMBEDDING and the rest do not. Tool calls keep their arguments in ``input.value`` (single-argument
-LangChain tools record the bare value; the trajectory builder takes the model's request instead);
+Classified by ``openinference.span.kind``: TOOL, LLM and AGENT map to steps, a RETRIEVER with
+documents to a retrieval (``operations``); CHAIN, EMBEDDING and the rest do not. Tool calls keep
+their arguments in ``input.value`` (single-argument LangChain tools record the bare value; the
+trajectory builder takes the model's request instead);
 ``tool.parameters`` is usually the tool's JSON schema, and is read as arguments only when it is not
 one. LangChain tool spans carry no call id, but their ``output.value`` is the serialized
 ToolMessage, which holds both the id and the result content. Messages are flattened into
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from otel_traj.dialects import printed, react
+from otel_traj.dialects import operations, printed, react
 from otel_traj.dialects._base import clip_text, dumps, loads
 from otel_traj.dialects._messages import (
     ASSISTANT_ROLES,
@@ -72,7 +73,8 @@ VOCABULARY = Vocabulary(
         "TOOL": _tool,
         "LLM": "model",
         "AGENT": "agent",
-        **not_steps(("CHAIN", "RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR", "PROMPT")),
+        "RETRIEVER": operations.retriever,
+        **not_steps(("CHAIN", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR", "PROMPT")),
     },
 )
 _FLAT_CALL_KEYS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")
