@@ -16,6 +16,7 @@ from dataclasses import replace
 from itertools import chain
 from typing import Any
 
+from otel_traj.context_reads import distinct_reads
 from otel_traj.dialects._base import dumps, parse_json
 from otel_traj.dialects.declarations import CONVERSATION_KEYS, answer_in, is_output_tool
 from otel_traj.joins import (
@@ -335,6 +336,7 @@ def build_trajectory(
 ) -> Trajectory:
     """The run's trajectory. ``backlog_steps``: steps the assembler dropped unread (``max_backlog``)."""
     tools, models, agents, operations, unreadable = _partition(steps)
+    operations = distinct_reads(operations)
     models, tools = _calls(models, tools)
     outputs = [t for t in tools if t.output]
     tools = [t for t in tools if not t.output]

@@ -48,11 +48,11 @@ CHANGED_REMOVED: dict[str, frozenset[str]] = {
     "google_adk_openinference": frozenset({"agent_runs"}),
     "haystack_openinference": frozenset({"agent_runs"}),
     "llamaindex_openinference": frozenset({"agent_runs"}),
-    # `retriever` -> `retrieval` with the kind removed: LlamaIndex's inner `_aretrieve` RETRIEVER span,
-    # which records no documents (the query object and the documents' reprs in `input.value` /
-    # `output.value`), is no longer told from the outer one: a second read, of the reprs. The outer
-    # read, with the documents, is the same.
-    "retrieval/llamaindex_openinference": frozenset({"agent_runs", "context_reads"}),
+    # `retriever` -> `retrieval` with the kind removed: LlamaIndex's inner `_aretrieve` RETRIEVER span
+    # (the query object and the documents' reprs in `input.value` / `output.value`) reads as a
+    # retrieval too, nested in the outer one: the same retrieval, read once with the outer one's
+    # documents (`otel_traj/context_reads.py`), so the context reads are the same.
+    "retrieval/llamaindex_openinference": frozenset({"agent_runs"}),
     "langgraph_openinference": frozenset({"agent", "agent_runs"}),
     "smolagents_openinference": frozenset({"agent", "agent_runs"}),
     # DSPy: with `openinference.span.kind` renamed away (TOOL -> `execute_tool`, CHAIN ->
