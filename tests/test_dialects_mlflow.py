@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from otel_traj.dialects import to_step
-from otel_traj.steps import RequestedTool
+from otel_traj.steps import ContextOperation, RequestedTool
 from tests.dialect_spans import record
 from tests.dialect_steps import ANSWER, ARGS, USER, as_agent, as_model, as_tool
 
@@ -190,8 +190,11 @@ def test_agent_span_input_answer_and_session() -> None:
 
 
 def test_other_span_types_are_no_steps() -> None:
-    for span_type in ("CHAIN", "RETRIEVER", "EMBEDDING", "UNKNOWN"):
+    for span_type in ("CHAIN", "EMBEDDING", "MEMORY", "UNKNOWN"):
         assert to_step(record("step", mlflow_span(span_type, {"x": 1}, "y"))) is None
+    # A RETRIEVER is a read of what it returned (``tests/test_retrievers.py``).
+    read = to_step(record("step", mlflow_span("RETRIEVER", {"x": 1}, "y")))
+    assert isinstance(read, ContextOperation) and (read.operation, read.text) == ("retrieval", "y")
     # The bare type names too (an exporter that writes them as plain strings).
     bare = {"mlflow.spanType": "TOOL", "mlflow.spanInputs": ARGS}
     assert as_tool(to_step(record("get_subscription", bare))).arguments_text == ARGS

@@ -7,10 +7,13 @@ actions, ``genkit:metadata:subtype`` which action: ``tool``, ``model``, ``agent`
 model's are Genkit's request ``{messages, config, tools}`` and response ``{message, finishReason,
 usage: {inputTokens, outputTokens}, raw}``, whose messages are ``{role, content: [{text} |
 {toolRequest: {name, ref, input}} | {toolResponse: {name, ref, output}}]}`` (``ref`` is the call id);
-a tool's are its arguments and result. The ``generate`` util spans around each turn of the tool loop
-repeat the request and the final response (with the last call's usage): they are no steps. An
-agent's session id is ``genkit:metadata:agent:sessionId``. A failure is the span's status with an
-``exception`` event (and ``genkit:state = error``).
+a tool's are its arguments and result. A ``retriever`` action (``ai.defineRetriever``) is a
+retrieval (``operations``): its input is ``{query: <DocumentData>, options}``, its output
+``{documents: [<DocumentData>]}``, a document ``{content: [{text} | {media}], metadata}``. The
+``generate`` util spans around each turn of the tool loop repeat the request and the final response
+(with the last call's usage): they are no steps. An agent's session id is
+``genkit:metadata:agent:sessionId``. A failure is the span's status with an ``exception`` event (and
+``genkit:state = error``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from otel_traj.dialects import documents
 from otel_traj.dialects._base import as_int, as_str, clip_text, first_int, loads_once
 from otel_traj.dialects._messages import (
     Output,
@@ -28,7 +32,7 @@ from otel_traj.dialects._messages import (
 )
 from otel_traj.dialects._results import ToolResults, request_results
 from otel_traj.dialects._usage import Usage
-from otel_traj.dialects.vocabulary import Vocabulary, not_steps
+from otel_traj.dialects.vocabulary import Vocabulary, not_steps, reads
 from otel_traj.spanview import SpanView
 from otel_traj.steps import StepKind
 
@@ -38,6 +42,7 @@ NAME = "genkit:name"
 INPUT = "genkit:input"
 OUTPUT = "genkit:output"
 SESSION_ID = "genkit:metadata:agent:sessionId"
+RETRIEVER = "retriever"
 KINDS: dict[str, StepKind] = {
     "tool": "tool",
     "tool.v2": "tool",  # a tool of multipart output (``ai.defineTool({multipart: true})``)
@@ -50,13 +55,13 @@ VOCABULARY = Vocabulary(
     DIALECT,
     {
         **KINDS,
+        RETRIEVER: reads(OUTPUT, INPUT),
         **not_steps(
             (
                 "util",
                 "prompt",
                 "executable-prompt",
                 "embedder",
-                "retriever",
                 "indexer",
                 "reranker",
                 "evaluator",
@@ -166,3 +171,16 @@ def run_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str |
 
 def run_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
     return _text(_decoded(attrs, OUTPUT), max_chars) if is_agent(attrs) else None
+
+
+def retrieved(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """What a retriever action returned: its output's ``documents``."""
+    return documents.listed(attrs.get(OUTPUT)) if attrs.get(SUBTYPE) == RETRIEVER else None
+
+
+def retrieval_query(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """What a retriever action asked for: the text of its input's ``query`` document."""
+    data = _decoded(attrs, INPUT) if attrs.get(SUBTYPE) == RETRIEVER else None
+    query = data.get("query") if isinstance(data, Mapping) else None
+    text = content_text(query.get("content")) if isinstance(query, Mapping) else None
+    return clip_text(text, max_chars)

@@ -1,9 +1,11 @@
 """Spans written by the Langfuse SDK (v3+, OTel based): ``langfuse.observation.type``.
 
-``tool`` / ``generation`` / ``agent`` observations map to steps; ``span``, ``chain``, ``event``,
-``retriever`` and the rest do not. Input and output are JSON text (``observe`` records a function's
-call as ``{"args": [...], "kwargs": {...}}``); a generation's usage is the JSON object
-``langfuse.observation.usage_details`` (``input``/``output`` plus provider-specific keys). A failed
+``tool`` / ``generation`` / ``agent`` observations map to steps, a ``retriever`` to a retrieval
+(``operations``): its output is what it returned (the LangChain integration's ``on_retriever_end``
+records the ``Document`` list, dumped as ``{id, metadata, page_content, type}``), its input the query;
+``span``, ``chain``, ``event`` and the rest are no steps. Input and output are JSON text (``observe``
+records a function's call as ``{"args": [...], "kwargs": {...}}``); a generation's usage is the JSON
+object ``langfuse.observation.usage_details`` (``input``/``output`` plus provider-specific keys). A failed
 observation has ``level=ERROR`` and its message in ``status_message``.
 """
 
@@ -14,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from otel_traj.dialects import documents
 from otel_traj.dialects._base import json_string
 from otel_traj.dialects._messages import (
     Output,
@@ -24,7 +27,7 @@ from otel_traj.dialects._messages import (
     last_user_text,
 )
 from otel_traj.dialects._steps import unwrap_arguments
-from otel_traj.dialects.vocabulary import Vocabulary, not_steps
+from otel_traj.dialects.vocabulary import Vocabulary, not_steps, reads
 from otel_traj.spanview import SpanView
 
 DIALECT = "langfuse"
@@ -37,7 +40,8 @@ USER = "langfuse.user.id"
 PROMPT_KEYS: tuple[tuple[str | None, str], ...] = (
     ("langfuse.observation.prompt.name", "langfuse.observation.prompt.version"),
 )
-# Langfuse's observation types; only tool, generation and agent observations are steps.
+RETRIEVER = "retriever"
+# Langfuse's observation types: tool, generation and agent observations are steps, a retriever a read.
 VOCABULARY = Vocabulary(
     TYPE,
     DIALECT,
@@ -45,7 +49,8 @@ VOCABULARY = Vocabulary(
         "tool": "tool",
         "generation": "model",
         "agent": "agent",
-        **not_steps(("span", "event", "chain", "retriever", "evaluator", "embedding", "guardrail")),
+        RETRIEVER: reads(OUTPUT, INPUT),
+        **not_steps(("span", "event", "chain", "evaluator", "embedding", "guardrail")),
     },
 )
 
@@ -136,3 +141,17 @@ def observation_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int)
     if isinstance(output, str) and output[:1] in ("{", "["):
         return last_assistant_text(as_messages(output), max_chars)
     return output if isinstance(output, str) else None
+
+
+def is_retriever(attrs: Mapping[str, Any]) -> bool:
+    return attrs.get(TYPE) == RETRIEVER
+
+
+def retrieved(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """What a retriever observation returned: its output's documents."""
+    return documents.listed(attrs.get(OUTPUT)) if is_retriever(attrs) else None
+
+
+def retrieval_query(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """What a retriever observation asked for: its input (the query text)."""
+    return observation_input(view, attrs, max_chars) if is_retriever(attrs) else None

@@ -5,8 +5,12 @@ becomes a span when it ends, with ``langsmith.span.kind`` = the run type.
 ``tool`` and ``llm`` runs map to steps; a ``chain`` run is the agent when it is LangChain's
 ``create_agent`` graph (``langsmith.metadata.lc_agent_name`` names the run itself) or the root chain
 of a run outside any LangGraph node: LangGraph's nodes, middleware and LCEL pieces are chains too.
-``prompt``, ``retriever``, ``parser`` and the rest are no steps (the SDK also sets
-``gen_ai.operation.name``, ``chat`` for a prompt template, which must not make it a model call).
+A ``retriever`` run is a retrieval (``operations``): LangChain's tracer records its inputs as
+``{"query": ...}`` and its outputs as ``{"documents": [<Document>]}`` (each dumped as ``{id, metadata,
+page_content, type}``). ``prompt``, ``parser`` and the rest are no steps. The SDK also sets
+``gen_ai.operation.name`` from the run type (``chat`` for a prompt template, which must not make it a
+model call; ``embeddings`` for a retriever, which must not hide its documents): the run type decides,
+and the two never count as a contradiction (``Vocabulary.echoes``).
 
 The run's inputs and outputs are JSON text in ``gen_ai.prompt`` / ``gen_ai.completion``, in
 LangChain's shapes: a chat model's ``{"messages": [[<serialized messages>]]}`` and its ``LLMResult``
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from otel_traj.dialects import documents
 from otel_traj.dialects._base import clip_text, dumps, loads_once
 from otel_traj.dialects._messages import (
     MAX_MESSAGES,
@@ -34,7 +39,7 @@ from otel_traj.dialects._messages import (
 from otel_traj.dialects._results import ToolResults
 from otel_traj.dialects._results import request_failures as shared_failures
 from otel_traj.dialects._results import request_results as shared_results
-from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Vocabulary, not_steps
+from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Vocabulary, not_steps, reads
 from otel_traj.spanview import SpanView
 
 DIALECT = "langsmith"
@@ -61,8 +66,10 @@ VOCABULARY = Vocabulary(
         "tool": "tool",
         "llm": "model",
         "chain": _chain,
-        **not_steps(("retriever", "embedding", "prompt", "parser")),
+        "retriever": reads(OUTPUTS, INPUTS),
+        **not_steps(("embedding", "prompt", "parser")),
     },
+    echoes="gen_ai.operation.name",
 )
 # LangChain's message types as chat roles.
 _ROLES = {
@@ -227,3 +234,23 @@ def run_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str 
         return last_assistant_text(messages, max_chars)
     output = data.get("output")
     return clip_text(output, max_chars) if isinstance(output, str) else None
+
+
+def _retriever(attrs: Mapping[str, Any]) -> bool:
+    return attrs.get(KIND) == "retriever"
+
+
+def retrieved(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """What a retriever run returned: the documents of its outputs."""
+    return documents.listed(attrs.get(OUTPUTS)) if _retriever(attrs) else None
+
+
+def retrieval_query(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """What a retriever run asked for: its inputs' ``query``, else their first text."""
+    data = _data(attrs, INPUTS) if _retriever(attrs) else None
+    if not isinstance(data, dict):
+        return None
+    query = data.get("query")
+    if not isinstance(query, str):
+        query = next((v for v in data.values() if isinstance(v, str) and v), None)
+    return clip_text(query, max_chars)

@@ -1,6 +1,10 @@
 """MLflow Tracing (``mlflow``, ``mlflow-tracing``) exported as OpenTelemetry spans: ``mlflow.spanType``.
 
-TOOL, CHAT_MODEL / LLM and AGENT spans map to steps; CHAIN, RETRIEVER, EMBEDDING and the rest do not.
+TOOL, CHAT_MODEL / LLM and AGENT spans map to steps, a RETRIEVER to a retrieval (``operations``): its
+outputs are the list of MLflow ``Document`` (``{page_content, metadata, id}``) it returned, its inputs
+the query (a string, or the traced function's arguments). CHAIN, EMBEDDING, MEMORY (documented only as
+"memory operations persisting context to long-term storage", no shape of what it read or wrote) and the
+rest are no steps.
 MLflow writes every attribute value as JSON text, strings included (``mlflow.spanType = "\\"TOOL\\""``).
 ``mlflow.spanInputs`` holds the traced function's arguments by name, ``mlflow.spanOutputs`` its return
 value; an autologged client call records the request's keyword arguments (``{model, messages,
@@ -15,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from otel_traj.dialects import documents
 from otel_traj.dialects._base import clip_text, loads, loads_once
 from otel_traj.dialects._messages import (
     Output,
@@ -25,7 +30,7 @@ from otel_traj.dialects._messages import (
 )
 from otel_traj.dialects._results import ToolResults, request_failures, request_results
 from otel_traj.dialects._usage import Usage, usage_from_json
-from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Vocabulary
+from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Refine, Vocabulary, reads
 from otel_traj.spanview import SpanView
 from otel_traj.steps import StepKind
 
@@ -37,9 +42,14 @@ MODEL = "mlflow.llm.model"
 PROVIDER = "mlflow.llm.provider"
 USAGE = "mlflow.chat.tokenUsage"
 _TYPES: dict[str, StepKind] = {"TOOL": "tool", "CHAT_MODEL": "model", "LLM": "model", "AGENT": "agent"}
-_OTHER_TYPES = ("CHAIN", "RETRIEVER", "EMBEDDING", "PARSER", "RERANKER", "MEMORY")
+_OTHER_TYPES = ("CHAIN", "EMBEDDING", "PARSER", "RERANKER", "MEMORY")
+RETRIEVERS = ("RETRIEVER", '"RETRIEVER"')
 # The span types as MLflow writes them (JSON strings), and bare; ``UNKNOWN`` says nothing.
-_MEANINGS: dict[str, Meaning] = {**_TYPES, **dict.fromkeys(_OTHER_TYPES, NOT_A_STEP)}
+_MEANINGS: dict[str, Meaning | Refine] = {
+    **_TYPES,
+    **dict.fromkeys(_OTHER_TYPES, NOT_A_STEP),
+    "RETRIEVER": reads(OUTPUTS, INPUTS),
+}
 VOCABULARY = Vocabulary(
     SPAN_TYPE, DIALECT, {**_MEANINGS, **{f'"{name}"': meaning for name, meaning in _MEANINGS.items()}}
 )
@@ -133,3 +143,13 @@ def run_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str 
 def usage(attrs: Mapping[str, Any]) -> Usage | None:
     counted = usage_from_json(attrs.get(USAGE))
     return counted if counted.input is not None or counted.output is not None else None
+
+
+def retrieved(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """What a RETRIEVER span returned: its outputs' documents."""
+    return documents.listed(attrs.get(OUTPUTS)) if attrs.get(SPAN_TYPE) in RETRIEVERS else None
+
+
+def retrieval_query(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    """What a RETRIEVER span asked for: its input text (the query string, or its first text argument)."""
+    return run_input(view, attrs, max_chars) if attrs.get(SPAN_TYPE) in RETRIEVERS else None

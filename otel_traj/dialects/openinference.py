@@ -1,7 +1,8 @@
 """OpenInference (Arize): OpenAI Agents, LangChain/LangGraph, LlamaIndex, smolagents, CrewAI and others.
 
 Classified by ``openinference.span.kind``: TOOL, LLM and AGENT map to steps, a RETRIEVER with
-documents to a retrieval (``operations``); CHAIN, EMBEDDING and the rest do not. Tool calls keep
+documents and a RERANKER with output documents to a retrieval (``operations``); CHAIN, EMBEDDING and
+the rest do not. Tool calls keep
 their arguments in ``input.value`` (single-argument LangChain tools record the bare value; the
 trajectory builder takes the model's request instead);
 ``tool.parameters`` is usually the tool's JSON schema, and is read as arguments only when it is not
@@ -74,7 +75,8 @@ VOCABULARY = Vocabulary(
         "LLM": "model",
         "AGENT": "agent",
         "RETRIEVER": operations.retriever,
-        **not_steps(("CHAIN", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR", "PROMPT")),
+        "RERANKER": operations.reranker,
+        **not_steps(("CHAIN", "EMBEDDING", "GUARDRAIL", "EVALUATOR", "PROMPT")),
     },
 )
 _FLAT_CALL_KEYS = ("tool_call.function.name", "tool_call.id", "tool_call.function.arguments")

@@ -10,13 +10,17 @@ look for where an argument came from, a write is a side effect a policy names as
 ``memory:<operation>``. Read from the conventions' registry and spans (repository
 ``open-telemetry/semantic-conventions-genai``, commit ``002c8a6``).
 
-OpenInference records a retrieval as a ``RETRIEVER`` span: the query in ``input.value``, the
-documents flattened into ``retrieval.documents.N.document.{id,content,score}`` (read as the list of
-``{id, content, score}`` objects the conventions' documents are). Such a span is the ``retrieval``
-operation whether or not it also says ``gen_ai.operation.name=retrieval`` (the Collector's GenAI
-normalizer adds that beside the kind). A ``RETRIEVER`` span without documents is no step:
-LlamaIndex nests one (``_aretrieve``) in every retrieval, recording the query object and the
-documents' reprs, and the outer one holds what the search returned.
+Every dialect's retriever kind is the ``retrieval`` operation too, its documents read from wherever
+that dialect records them (``documents``) and kept as the conventions' documents: OpenInference's
+``RETRIEVER`` (the query in ``input.value``, the documents flattened into
+``retrieval.documents.N.document.{id,content,score}``) and ``RERANKER`` (the query in
+``reranker.query``, what it kept in ``reranker.output_documents.N.document.*``), Langfuse's
+``retriever`` observations, LangSmith's ``retriever`` runs, MLflow's ``RETRIEVER`` spans and Genkit's
+``retriever`` actions. Such a span is the ``retrieval`` operation whether or not it also says
+``gen_ai.operation.name=retrieval`` (the Collector's GenAI normalizer adds that beside the kind). An
+OpenInference ``RETRIEVER`` or ``RERANKER`` span without documents is no step: LlamaIndex nests one
+(``_aretrieve``) in every retrieval, recording the query object and the documents' reprs, and the
+outer one holds what the search returned.
 
 A read that records neither what it returned nor what it asked for gives a check nothing: it is no
 step, as before these operations were read.
@@ -27,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects import traceloop
-from otel_traj.dialects._base import as_str, clip, clip_text, dumps, span_error
+from otel_traj.dialects import documents, genkit, langfuse, langsmith, mlflow, traceloop
+from otel_traj.dialects._base import as_str, clip, clip_text, span_error
 from otel_traj.dialects.sources import Source, attribute, first_of
 from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Refine
 from otel_traj.spanview import SpanView
@@ -39,48 +43,53 @@ READS = ("retrieval", "search_memory")
 WRITES = tuple(sorted(MEMORY_WRITES))
 DOCUMENTS = "gen_ai.retrieval.documents"
 RECORDS = "gen_ai.memory.records"
-# OpenInference's documents: ``retrieval.documents.N.document.<field>``.
+# OpenInference's documents: ``retrieval.documents.N.document.<field>``, a reranker's
+# ``reranker.output_documents.N.document.<field>``.
 FLAT_DOCUMENTS = "retrieval.documents."
-_DOCUMENT_FIELDS = ("id", "content", "score")
-# Documents read per span: a search returns a handful; a span listing thousands is cut.
-MAX_DOCUMENTS = 256
-
-
-def has_documents(attrs: Mapping[str, Any]) -> bool:
-    """Whether the span records OpenInference's flattened documents."""
-    first = FLAT_DOCUMENTS + "0.document."
-    return first + "content" in attrs or first + "id" in attrs
+RERANKED = "reranker.output_documents."
 
 
 def flat_documents(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
-    """OpenInference's flattened documents as JSON ``[{id, content, score}]`` (contiguous indices from
-    0), None when the span has none."""
-    documents: list[dict[str, Any]] = []
-    for index in range(MAX_DOCUMENTS):
-        prefix = f"{FLAT_DOCUMENTS}{index}.document."
-        document = {key: attrs[prefix + key] for key in _DOCUMENT_FIELDS if prefix + key in attrs}
-        if "id" not in document and "content" not in document:
-            break
-        documents.append(document)
-    return dumps(documents) if documents else None
+    return documents.flat(attrs, FLAT_DOCUMENTS)
+
+
+def reranked(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+    return documents.flat(attrs, RERANKED)
 
 
 def retriever(view: SpanView, attrs: Mapping[str, Any]) -> Meaning:
     """An OpenInference ``RETRIEVER`` span: a read when it records documents, else no step."""
-    return "context" if has_documents(attrs) else NOT_A_STEP
+    return "context" if documents.has_flat(attrs, FLAT_DOCUMENTS) else NOT_A_STEP
+
+
+def reranker(view: SpanView, attrs: Mapping[str, Any]) -> Meaning:
+    """An OpenInference ``RERANKER`` span: a read of what it kept when it records that, else no step."""
+    return "context" if documents.has_flat(attrs, RERANKED) else NOT_A_STEP
 
 
 TEXT: tuple[Source, ...] = (
     attribute(DOCUMENTS),
     attribute(RECORDS),
     Source(f"`{FLAT_DOCUMENTS}N.document.*` (OpenInference)", flat_documents),
+    Source(f"`{RERANKED}N.document.*` (OpenInference reranker)", reranked),
+    Source(f"`{langfuse.OUTPUT}` (Langfuse retriever)", langfuse.retrieved, trigger=langfuse.OUTPUT),
+    Source(f"`{langsmith.OUTPUTS}` (LangSmith retriever)", langsmith.retrieved, trigger=langsmith.OUTPUTS),
+    Source(f"`{mlflow.OUTPUTS}` (MLflow retriever)", mlflow.retrieved, trigger=mlflow.OUTPUTS),
+    Source(f"`{genkit.OUTPUT}` (Genkit retriever)", genkit.retrieved, trigger=genkit.OUTPUT),
     attribute("output.value", note="OpenInference"),
     attribute(traceloop.ENTITY_OUTPUT, note="Traceloop"),
 )
 QUERY: tuple[Source, ...] = (
     attribute("gen_ai.retrieval.query.text"),
     attribute("gen_ai.memory.query.text"),
+    attribute("reranker.query", note="OpenInference reranker"),
     attribute("input.value", note="OpenInference"),
+    Source(f"`{langfuse.INPUT}` (Langfuse retriever)", langfuse.retrieval_query, trigger=langfuse.INPUT),
+    Source(
+        f"`{langsmith.INPUTS}` (LangSmith retriever)", langsmith.retrieval_query, trigger=langsmith.INPUTS
+    ),
+    Source(f"`{mlflow.INPUTS}` (MLflow retriever)", mlflow.retrieval_query, trigger=mlflow.INPUTS),
+    Source(f"`{genkit.INPUT}` (Genkit retriever)", genkit.retrieval_query, trigger=genkit.INPUT),
 )
 SOURCE: tuple[Source, ...] = (
     attribute("gen_ai.data_source.id"),
@@ -96,7 +105,7 @@ TABLE: dict[str, tuple[Source, ...]] = {
 
 def _read(view: SpanView, attrs: Mapping[str, Any]) -> Meaning | None:
     """A read is context when it records what it returned or asked for; else no step."""
-    if has_documents(attrs):
+    if documents.has_flat(attrs, FLAT_DOCUMENTS):
         return "context"
     for sources in (TEXT, QUERY):
         if any(s.key in attrs for s in sources):
@@ -115,7 +124,7 @@ def meanings() -> dict[str, Meaning | Refine]:
 
 
 def context_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ContextOperation:
-    # A span that says no operation of these (an OpenInference ``RETRIEVER``) is a retrieval.
+    # A span that says no operation of these (a dialect's retriever kind) is a retrieval.
     found = as_str(attrs.get(OPERATION))
     operation = found if found is not None and (found in READS or found in WRITES) else "retrieval"
     text, truncated = clip(first_of(TEXT, view, attrs, max_chars), max_chars)

@@ -18,8 +18,10 @@ step" included (a ``CHAIN``, a ``task``, ``embeddings``: a LangSmith prompt run 
 ``chat`` is no model call). A value no vocabulary defines, or of the wrong type, is no evidence either
 way: it never hides what the span's other keys say. A vocabulary after the deciding evidence that
 defines another meaning is a contradiction: the rule settles it, and the span is counted
-(``otel_traj_span_contradictions_total``). An agent name alone is no evidence: instrumentations write
-it on every span of an agent's run, spans of operations they call ``unknown`` included.
+(``otel_traj_span_contradictions_total``), unless the vendor's SDK writes that key from the deciding
+vocabulary's own value (``Vocabulary.echoes``: LangSmith's run type). An agent name alone is no
+evidence: instrumentations write it on every span of an agent's run, spans of operations they call
+``unknown`` included.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ _RECOGNIZER_NAMES = tuple(name for r in RECOGNIZERS for name in r.names)
 def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
     """What the span is by the rule above; None for a span that is no step."""
     decided: tuple[Meaning, str] | None = None
+    echoed: str | None = None
     contradicted = False
     # Each source of evidence is asked only when the span carries its key: most spans carry one
     # dialect's. (A membership test per key: ``frozenset.isdisjoint`` would walk every attribute.)
@@ -132,12 +135,12 @@ def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
         if meaning is None:
             continue
         if decided is None:
-            decided = meaning, vocabulary.dialect
+            decided, echoed = (meaning, vocabulary.dialect), vocabulary.echoes
         elif meaning != decided[0]:
             contradicted = True
     if decided is None:
         decided = _recognized(view, attrs)
-    operation = OPERATION_VOCABULARY.meaning(view, attrs)
+    operation = OPERATION_VOCABULARY.meaning(view, attrs) if echoed != OPERATION_VOCABULARY.key else None
     if operation is not None:
         if decided is None:
             decided = operation, semconv.DIALECT

@@ -1,9 +1,10 @@
 """Kind vocabularies: attribute keys whose value says what a span is, and the values each one defines.
 
-A value its vocabulary defines is strong evidence: a step kind, or :data:`NOT_A_STEP` (a chain, a
-retriever, an embedding: known, and no tool, model or agent step). A value it does not define (a kind
-a newer instrumentation added, a wrong type) is no evidence at all: it never hides what the span's
-other keys say. ``otel_traj.dialects.recognize`` settles what several pieces of evidence say.
+A value its vocabulary defines is strong evidence: a step kind, or :data:`NOT_A_STEP` (a chain, an
+embedding: known, and no tool, model or agent step); a retriever is a context read (:func:`reads`). A
+value it does not define (a kind a newer instrumentation added, a wrong type) is no evidence at all: it
+never hides what the span's other keys say. ``otel_traj.dialects.recognize`` settles what several
+pieces of evidence say.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Vocabulary:
     key: str
     dialect: str
     values: Mapping[str, Meaning | Refine]
+    # A key the vendor's SDK writes from this vocabulary's own value (LangSmith sets
+    # ``gen_ai.operation.name`` from the run type): on a span this vocabulary decided, it says nothing
+    # more, and a value of it that means otherwise is no contradiction.
+    echoes: str | None = None
 
     def meaning(self, view: SpanView, attrs: Mapping[str, Any]) -> Meaning | None:
         """What the span's value of ``key`` says it is; None when it says nothing (absent, unknown)."""
@@ -48,3 +53,13 @@ class Vocabulary:
 def not_steps(values: Iterable[str]) -> dict[str, Meaning | Refine]:
     """Values a vocabulary defines for spans that are no step."""
     return dict.fromkeys(values, NOT_A_STEP)
+
+
+def reads(*keys: str) -> Refine:
+    """A retriever kind: a context read when the span records one of ``keys`` (what it returned or
+    what it asked for), else no step (a read that records neither gives a check nothing)."""
+
+    def meaning(view: SpanView, attrs: Mapping[str, Any]) -> Meaning:
+        return "context" if any(key in attrs for key in keys) else NOT_A_STEP
+
+    return meaning
