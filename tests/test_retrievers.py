@@ -41,14 +41,16 @@ def _langchain_documents(text: str) -> list[dict[str, Any]]:
 
 
 def _langfuse(text: str) -> dict[str, Any]:
+    """As the LangChain integration of the Langfuse SDK (5.2) records a retriever."""
     return {
         "langfuse.observation.type": "retriever",
-        "langfuse.observation.input": json.dumps(QUERY),
+        "langfuse.observation.input": QUERY,
         "langfuse.observation.output": json.dumps(_langchain_documents(text)),
     }
 
 
 def _langsmith(text: str) -> dict[str, Any]:
+    """As LangSmith's OpenTelemetry export (0.15) records a LangChain retriever run."""
     return {
         "langsmith.span.kind": "retriever",
         "langsmith.trace.name": "VectorStoreRetriever",
@@ -60,14 +62,16 @@ def _langsmith(text: str) -> dict[str, Any]:
 
 
 def _mlflow(text: str) -> dict[str, Any]:
+    """As MLflow (3.17) exports ``@mlflow.trace(span_type=SpanType.RETRIEVER) def search_kb(query)``."""
     return {
         "mlflow.spanType": json.dumps("RETRIEVER"),
-        "mlflow.spanInputs": json.dumps(QUERY),
+        "mlflow.spanInputs": json.dumps({"query": QUERY}),
         "mlflow.spanOutputs": json.dumps([{"page_content": text, "metadata": {"score": 0.9}, "id": "kb-17"}]),
     }
 
 
 def _genkit(text: str) -> dict[str, Any]:
+    """A retriever action's span (``ai.defineRetriever``), as Genkit's own evaluation tools read it."""
     return {
         "genkit:type": "action",
         "genkit:metadata:subtype": "retriever",
@@ -189,6 +193,15 @@ def test_an_instruction_planted_in_a_retrieved_document_is_an_injection(dialect:
 )
 def test_a_retriever_that_records_neither_output_nor_query_is_no_step(attributes: dict[str, Any]) -> None:
     assert read_span(record("retrieve", attributes)) == (None, False)
+
+
+def test_a_json_encoded_query_is_read_as_its_text() -> None:
+    attributes = {**_langfuse(FOUND), "langfuse.observation.input": json.dumps(QUERY)}
+    step = read_span(record("retrieve", attributes))[0]
+    assert isinstance(step, ContextOperation) and step.query == QUERY
+    bare = {**_mlflow(FOUND), "mlflow.spanInputs": json.dumps(QUERY)}
+    step = read_span(record("retrieve", bare))[0]
+    assert isinstance(step, ContextOperation) and step.query == QUERY
 
 
 def test_a_retriever_output_that_is_no_document_list_is_kept_as_recorded() -> None:
