@@ -9,17 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
 from otel_traj import checks
-from otel_traj.adapters.sdk import from_readable_span
 from otel_traj.dialects import read_span, to_step
 from otel_traj.dialects.operations import TABLE
 from otel_traj.judge.evidence import judge_evidence
-from otel_traj.offline import grade_runs, trajectories_from_views
+from otel_traj.offline import grade_runs
 from otel_traj.policy import ToolContract, Tools, load_policy
 from otel_traj.policy.rules import Confirmation, Injection, Relation
 from otel_traj.policy.suggest_rules import argument_schemas
@@ -28,11 +22,11 @@ from otel_traj.reports.html import render_html
 from otel_traj.serialize import trajectory_to_dict, verdict_to_dict
 from otel_traj.steps import ContextOperation, ModelCall
 from otel_traj.trajectory import Trajectory
+from tests.agent_spans import trajectory_under_agent
 from tests.dialect_spans import record
 from tests.support_trajectories import EXAMPLE_POLICY
 
 ROOT = Path(__file__).resolve().parent.parent
-MS = 1_000_000
 USER = "Please refund my duplicate charge from last week."
 REFUND = {"invoice_id": "INV-2041", "amount_yuan": 199, "reason": "duplicate charge"}
 DOCUMENTS = [{"id": "kb-17", "score": 0.92, "content": "Invoice INV-2041 was charged twice (199 yuan)."}]
@@ -43,30 +37,7 @@ Span = tuple[str, dict[str, Any], int, int]
 
 def _run(spans: Sequence[Span]) -> Trajectory:
     """One trace: an agent span around ``spans`` (name, attributes, start ms, end ms)."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("test")
-    start = 1_000_000 * MS
-    root = tracer.start_span(
-        "invoke_agent support_agent",
-        start_time=start,
-        attributes={
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": "support_agent",
-            "gen_ai.input.messages": json.dumps(
-                [{"role": "user", "parts": [{"type": "text", "content": USER}]}]
-            ),
-        },
-    )
-    context = trace.set_span_in_context(root)
-    for name, attributes, begin, end in spans:
-        span = tracer.start_span(name, context=context, start_time=start + begin * MS, attributes=attributes)
-        span.end(end_time=start + end * MS)
-    root.end(end_time=start + 1000 * MS)
-    views = [from_readable_span(s) for s in exporter.get_finished_spans()]
-    (traj,) = trajectories_from_views(views)
-    return traj
+    return trajectory_under_agent([(*span, None) for span in spans], USER)
 
 
 def _retrieval(documents: Any, begin: int = 10, end: int = 20) -> Span:

@@ -8,22 +8,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_traj import checks
-from otel_traj.adapters.sdk import from_readable_span
 from otel_traj.dialects import read_span
-from otel_traj.offline import trajectories_from_views
 from otel_traj.policy import ToolContract, Tools
 from otel_traj.policy.rules import Injection
 from otel_traj.steps import ContextOperation
 from otel_traj.trajectory import Trajectory
+from tests.agent_spans import Span, trajectory_under_agent
 from tests.dialect_spans import record
 
-MS = 1_000_000
 USER = "Please refund my duplicate charge from last week."
 QUERY = "duplicate charge last week"
 FOUND = "Invoice INV-2041 was charged twice (199 yuan)."
@@ -32,7 +26,6 @@ REFUND = {"invoice_id": "INV-2041", "amount_yuan": 199}
 GROUNDED = Tools(contracts={"create_refund_request": ToolContract(grounded=("invoice_id",))})
 SIDE_EFFECT = Tools(contracts={"create_refund_request": ToolContract(side_effect=True)})
 # name, attributes, start ms, end ms, parent (an index into the spans before it; None: the agent)
-Span = tuple[str, dict[str, Any], int, int, int | None]
 
 
 def _langchain_documents(text: str) -> list[dict[str, Any]]:
@@ -108,34 +101,7 @@ RETRIEVERS: dict[str, Callable[[str], dict[str, Any]]] = {
 
 
 def _run(spans: Sequence[Span]) -> Trajectory:
-    """One trace: an agent span around ``spans``."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("test")
-    start = 1_000_000 * MS
-    root = tracer.start_span(
-        "invoke_agent support_agent",
-        start_time=start,
-        attributes={
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": "support_agent",
-            "gen_ai.input.messages": json.dumps(
-                [{"role": "user", "parts": [{"type": "text", "content": USER}]}]
-            ),
-        },
-    )
-    started: list[trace.Span] = []
-    for name, attributes, begin, _, parent in spans:
-        context = trace.set_span_in_context(root if parent is None else started[parent])
-        started.append(
-            tracer.start_span(name, context=context, start_time=start + begin * MS, attributes=attributes)
-        )
-    for span, (_, _, _, end, _) in zip(started, spans, strict=True):
-        span.end(end_time=start + end * MS)
-    root.end(end_time=start + 1000 * MS)
-    (traj,) = trajectories_from_views([from_readable_span(s) for s in exporter.get_finished_spans()])
-    return traj
+    return trajectory_under_agent(spans, USER)
 
 
 def _refund() -> Span:
