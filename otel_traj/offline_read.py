@@ -4,11 +4,13 @@
 A run must be rebuilt from all its spans, and a log record's events joined to their span, so the
 files that hold one trace must be read together. Which traces a file holds is known only once it is
 decoded, and decoding is half the work: a first pass to find them would read everything twice.
-So each worker reads one file at a time, rebuilds and grades the runs it holds, and sends back what
-it read (each file's summary and the verdicts: small values). Files that turn out to share a trace
-(a trace split across files, log records in a file of their own, a span read twice) are then read
-again together, each such group by one worker. Files sharing no trace, the common case (one trace
-per file, as Tempo and Jaeger give them and as most recordings are), are read once.
+So the files are cut into runs of consecutive files (eight per worker); a worker reads one run at
+a time, together, rebuilds and grades the runs of traces it holds, and sends back what it read
+(each file's summary and the verdicts: small values). Runs of files that turn out to share a trace
+(a trace split across files that are far apart, log records in a file of their own, a span read
+twice) are then read again together, each such group by one worker. Files sharing no trace with
+another run of files, the common case (one trace per file, as Tempo and Jaeger give them; the
+formats of one recording side by side), are read once.
 
 Workers get what they need as arguments and send back pickled values, so they work however they
 are started. On Linux, when this process runs no other thread (the commands, which read before they
@@ -21,8 +23,9 @@ one job, or fewer than two files, there is no pool at all.
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -49,7 +52,9 @@ if TYPE_CHECKING:
     from otel_traj.verdict import Verdict
 
 Entry = tuple[Path, bool]  # a file to read, and whether it was named explicitly
-# Tasks per worker in the first pass: enough that one slow file does not leave a worker idle long.
+Grade = Callable[[Sequence["Trajectory"]], list["Verdict"]]
+# Tasks per worker in the first pass, each a run of consecutive files read together: enough that
+# one slow task does not leave a worker idle long, few enough that each reads many files at once.
 TASKS_PER_WORKER = 8
 
 
@@ -131,11 +136,11 @@ def read_parts(
     return _merged(entries, parts, ignored_files(ignored))
 
 
-def read_part(entries: Sequence[Entry], config: AssemblerConfig, policy: Policy | None = None) -> Part:
-    """Read ``entries`` together and rebuild their runs; with ``policy``, grade them too."""
+def read_part(entries: Sequence[Entry], config: AssemblerConfig, grade: Grade | None = None) -> Part:
+    """Read ``entries`` together and rebuild their runs; with ``grade``, grade them too."""
     inputs = read_files(entries)
     trajectories = trajectories_from_views(inputs.views, config)
-    verdicts = grader(policy)(trajectories) if policy is not None else None
+    verdicts = grade(trajectories) if grade is not None else None
     summary = Inputs([FileRead.of(file) for file in inputs.files], inputs.skipped, inputs.unattached)
     return Part(summary, trajectories, verdicts)
 
@@ -150,10 +155,12 @@ def _in_workers(
         workers, mp_context=_context(), initializer=_start_worker, initargs=(config, policy)
     )
     try:
-        chunk = max(1, len(entries) // (workers * TASKS_PER_WORKER))
-        alone = _gathered(pool, [[entry] for entry in entries], chunk)
+        size = -(-len(entries) // (workers * TASKS_PER_WORKER))
+        units = [entries[start : start + size] for start in range(0, len(entries), size)]
+        alone = _gathered(pool, units)
         groups = _sharing(alone)
-        again = iter(_gathered(pool, [[entries[i] for i in group] for group in groups if len(group) > 1]))
+        joined = [[entry for i in group for entry in units[i]] for group in groups if len(group) > 1]
+        again = iter(_gathered(pool, joined))
         return [next(again) if len(group) > 1 else alone[group[0]] for group in groups]
     finally:
         pool.shutdown(cancel_futures=True)
@@ -175,11 +182,11 @@ def _context() -> BaseContext:
     return context
 
 
-def _gathered(pool: Executor, units: list[list[Entry]], chunk: int = 1) -> list[Part]:
+def _gathered(pool: Executor, units: list[list[Entry]]) -> list[Part]:
     """Each unit's part, in order; the first error in that order is raised."""
     from concurrent.futures.process import BrokenProcessPool
 
-    results: Iterator[Part] = pool.map(_read_in_worker, units, chunksize=chunk)
+    results: Iterator[Part] = pool.map(_read_in_worker, units)
     parts: list[Part] = []
     for unit in units:
         try:
@@ -234,18 +241,22 @@ def _start(trajectory: Trajectory) -> tuple[int, int]:
     return trajectory.start_ns, trajectory.trace_id
 
 
-# A worker's settings, set once when it starts (``_start_worker``), not sent with every file.
-_SETTINGS: list[tuple[AssemblerConfig, Policy | None]] = []
+# A worker's settings and grader, made once when it starts (``_start_worker``): the grader plans a
+# policy's checks once, not for every file.
+_SETTINGS: list[tuple[AssemblerConfig, Grade | None]] = []
 
 
 def _start_worker(config: AssemblerConfig, policy: Policy | None) -> None:
-    _SETTINGS.append((config, policy))
+    # What a forked worker shares with its parent stays out of its collections: scanning it would
+    # copy the parent's memory page by page.
+    gc.freeze()
+    _SETTINGS.append((config, grader(policy) if policy is not None else None))
 
 
 def _read_in_worker(unit: list[Entry]) -> Part:
-    config, policy = _SETTINGS[-1]
+    config, grade = _SETTINGS[-1]
     try:
-        return read_part(unit, config, policy)
+        return read_part(unit, config, grade)
     except TraceFileError:
         raise
     except Exception as exc:
