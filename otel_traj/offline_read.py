@@ -4,13 +4,13 @@
 A run must be rebuilt from all its spans, and a log record's events joined to their span, so the
 files that hold one trace must be read together. Which traces a file holds is known only once it is
 decoded, and decoding is half the work: a first pass to find them would read everything twice.
-So the files are cut into runs of consecutive files (eight per worker); a worker reads one run at
-a time, together, rebuilds and grades the runs of traces it holds, and sends back what it read
-(each file's summary and the verdicts: small values). Runs of files that turn out to share a trace
-(a trace split across files that are far apart, log records in a file of their own, a span read
-twice) are then read again together, each such group by one worker. Files sharing no trace with
-another run of files, the common case (one trace per file, as Tempo and Jaeger give them; the
-formats of one recording side by side), are read once.
+So the files are cut into batches of consecutive files (eight per worker); a worker reads one
+batch at a time, its files together, rebuilds and grades the runs they hold, and sends back what it
+read (each file's summary and the verdicts: small values). Batches that turn out to share a trace
+(a trace split across files far apart, log records in a file of their own, a span read twice) are
+then read again together, each such group by one worker. Files that share no trace with another
+batch, the common case (one trace per file, as Tempo and Jaeger give them; the formats of one
+recording side by side), are read once.
 
 Workers get what they need as arguments and send back pickled values, so they work however they
 are started. On Linux, when this process runs no other thread (the commands, which read before they
@@ -53,8 +53,8 @@ if TYPE_CHECKING:
 
 Entry = tuple[Path, bool]  # a file to read, and whether it was named explicitly
 Grade = Callable[[Sequence["Trajectory"]], list["Verdict"]]
-# Tasks per worker in the first pass, each a run of consecutive files read together: enough that
-# one slow task does not leave a worker idle long, few enough that each reads many files at once.
+# Batches of consecutive files per worker in the first pass: enough that one slow batch does not
+# leave a worker idle long, few enough that each reads many files at once.
 TASKS_PER_WORKER = 8
 
 
