@@ -14,6 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -28,9 +29,9 @@ from otel_traj.trajectory import Trajectory
 from otel_traj.verdict import Verdict
 
 if TYPE_CHECKING:
-    from otel_traj.adapters.files import TraceInputs
     from otel_traj.cases import CasesReport, GoldenCase
     from otel_traj.conversations import ConversationVerdict
+    from otel_traj.offline_read import Inputs
     from otel_traj.policy import Policy
     from otel_traj.sinks.base import Sink
 
@@ -50,10 +51,13 @@ T = TypeVar("T")
 @dataclass(slots=True, frozen=True)
 class Runs:
     """What trace files held: the inputs read (files, skipped files, log records' events) and the
-    runs rebuilt from them, ordered by start time."""
+    runs rebuilt from them, ordered by start time; ``verdicts``: the runs graded where they were read
+    (by worker processes) with ``graded_by``, else None (:func:`grade_runs` grades them)."""
 
-    inputs: TraceInputs
+    inputs: Inputs
     trajectories: list[Trajectory]
+    verdicts: list[Verdict] | None = None
+    graded_by: Policy | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -73,16 +77,25 @@ def read_runs(
     cases: Sequence[GoldenCase] | None = None,
     match_on: str | None = None,
     capture: Iterable[str] = (),
+    jobs: int | None = 1,
 ) -> Runs:
     """The runs the trace files at ``paths`` (files or directories) hold. Like the processor, each
     run keeps the attributes its policy's scope subject may be read from, the attribute that names
-    its golden case and ``capture``, from any span of its trace. Raises ``TraceFileError``."""
-    from otel_traj.adapters.files import read_trace_inputs
+    its golden case and ``capture``, from any span of its trace. Raises ``TraceFileError``.
 
-    inputs = read_trace_inputs(paths)
-    return Runs(
-        inputs, trajectories_from_views(inputs.views, offline_config(policy, cases, match_on, capture))
-    )
+    ``jobs``: worker processes that read, rebuild and grade (with ``policy``) the files, the runs
+    the same and in the same order as one process gives them (None: ``OTEL_TRAJ_JOBS``, as the
+    commands' ``--jobs``; 0: one per core; with one, the default, or fewer than two files, this
+    process reads them). Workers not forked (when this process runs threads, or off Linux) import
+    the caller's main module, as ``multiprocessing`` does: a script that asks for them guards its
+    entry point with ``if __name__ == "__main__"``.
+    """
+    from otel_traj.offline_read import read_parts
+
+    config = offline_config(policy, cases, match_on, capture)
+    part = read_parts(paths, config, policy, jobs)
+    graded_by = policy if part.verdicts is not None else None
+    return Runs(part.inputs, part.trajectories, part.verdicts, graded_by)
 
 
 def offline_config(
@@ -136,7 +149,7 @@ def trajectories_from_views(
 
 
 def grade_runs(
-    trajectories: Sequence[Trajectory],
+    runs: Runs | Sequence[Trajectory],
     *,
     policy: Policy | None = None,
     cases: Sequence[GoldenCase] | None = None,
@@ -145,18 +158,23 @@ def grade_runs(
     timeout_millis: int = DELIVERY_TIMEOUT_MS,
     batch_size: int = BATCH_SIZE,
 ) -> Graded:
-    """Grade ``trajectories`` with ``policy`` (none: rebuilt, not graded), and their conversations,
+    """Grade ``runs`` with ``policy`` (none: rebuilt, not graded), and their conversations,
     and hand every verdict to each sink's ``export`` and every conversation's to its
     ``export_conversation``, as the pipeline does; then flush and shut the sinks down.
 
     With ``cases`` each verdict is also graded against its golden case (which needs every run, so
     the sinks get the verdicts once all are graded). ``timeout_millis`` bounds the time spent waiting
     on the sinks, in all: what a sink has not delivered by then it counts as dropped. ``batch_size``:
-    runs graded together and handed to the sinks, which are flushed before the next batch.
+    runs graded together and handed to the sinks, which are flushed before the next batch. Runs
+    :func:`read_runs` graded with ``policy`` as it read them are not graded again.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size}: must be at least 1")
-    grade_all = _grader(policy)
+    trajectories = runs.trajectories if isinstance(runs, Runs) else runs
+    if isinstance(runs, Runs) and runs.verdicts is not None and runs.graded_by is policy:
+        grade_all = _given(runs.verdicts)
+    else:
+        grade_all = grader(policy)
     delivery = _Delivery(sinks, timeout_millis)
     graded: list[Verdict] = []
     conversations = report = None
@@ -200,12 +218,19 @@ def grade_views(
     return grade_runs(runs, policy=policy, sinks=sinks, timeout_millis=timeout_millis)
 
 
-def _grader(policy: Policy | None) -> Callable[[Sequence[Trajectory]], list[Verdict]]:
+def grader(policy: Policy | None) -> Callable[[Sequence[Trajectory]], list[Verdict]]:
+    """The verdicts of a batch of runs graded with ``policy`` (none: rebuilt, not graded)."""
     if policy is None:
         return lambda batch: [ungraded(t) for t in batch]
     from otel_traj.grader import Grader
 
     return Grader(policy).grade_all
+
+
+def _given(verdicts: Sequence[Verdict]) -> Callable[[Sequence[Trajectory]], list[Verdict]]:
+    """The verdicts already given for each batch of runs, batch after batch."""
+    left = iter(verdicts)
+    return lambda batch: list(islice(left, len(batch)))
 
 
 def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:

@@ -191,14 +191,17 @@ def runs_from_store(
     return [trajectory_from_stored(v, store.name) for v in verdicts]
 
 
-def runs_from_files(paths: Sequence[str | Path], capture: Iterable[str] = ()) -> list[Trajectory]:
+def runs_from_files(
+    paths: Sequence[str | Path], capture: Iterable[str] = (), jobs: int | None = 1
+) -> list[Trajectory]:
     """The runs the trace files at ``paths`` (files or directories) hold; ``capture``: span
-    attributes to keep on each run, from any span of its trace (a subject attribute, say)."""
+    attributes to keep on each run, from any span of its trace (a subject attribute, say); ``jobs``:
+    worker processes reading them (``read_runs``)."""
     from otel_traj.adapters import TraceFileError
     from otel_traj.offline import read_runs
 
     try:
-        return read_runs(paths, capture=capture).trajectories
+        return read_runs(paths, capture=capture, jobs=jobs).trajectories
     except TraceFileError as exc:
         raise TrafficError(str(exc)) from None
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_traj.dialects import dspy, to_step
+from otel_traj.dialects import dspy, openinference, to_step
 from otel_traj.dialects.openinference import MAX_PRINTED
 from otel_traj.dialects.printed import MAX_DEPTH, TYPE, chat_message, python_object, tool_message
 from otel_traj.dialects.printed import haystack_message as printed_haystack
@@ -199,6 +200,31 @@ def test_printed_messages_read_per_span_are_bounded() -> None:
 
     assert len(results(MAX_PRINTED)) == MAX_PRINTED
     assert results(MAX_PRINTED + 1) == ()
+
+
+def test_a_request_s_printed_messages_are_read_once_for_its_results_and_failures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The results and the failures sent back are both read from `input.value`'s printed messages:
+    # each printed message of a span's request is tokenized once.
+    origin = "ToolCall(tool_name='t', arguments={}, id='call_1')"
+    failed = f"[ToolCallResult(result='boom', origin={origin}, error=True)]"
+    messages = [
+        "ChatMessage(_role=<ChatRole.ASSISTANT: 'assistant'>, _content=[], _name=None, _meta={})",
+        f"ChatMessage(_role=<ChatRole.TOOL: 'tool'>, _content={failed}, _name=None, _meta={{}})",
+    ]
+    attributes = {"openinference.span.kind": "LLM", "input.value": json.dumps({"messages": messages})}
+    reads: list[str] = []
+
+    def counted(message: object, max_chars: int) -> object:
+        reads.append(str(message))
+        return printed_haystack(message, max_chars)
+
+    monkeypatch.setattr(openinference.printed, "haystack_message", counted)
+    model = as_model(to_step(record("chat", attributes)))
+    assert model.tool_results == (("call_1", "boom"),)
+    assert model.failed_results == ("call_1",)
+    assert reads == [messages[1]]
 
 
 @given(st.text(max_size=300))

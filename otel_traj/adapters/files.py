@@ -46,6 +46,10 @@ class TraceFileError(ValueError):
         self.path = Path(path)
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[TraceFileError], tuple[Path, str]]:
+        # Raised in a worker process (``grade --jobs``) and pickled back to the parent.
+        return type(self), (self.path, self.reason)
+
 
 class NotATraceFileError(TraceFileError):
     """Readable content of another kind (JSON without trace data, say), as opposed to a broken file."""
@@ -326,12 +330,27 @@ def read_trace_inputs(paths: Iterable[str | Path]) -> TraceInputs:
     Passed over: files found in a directory without a trace file suffix, and files found in a
     directory that hold some other kind of JSON (a facts or config file next to the traces).
     """
+    ignored: list[Path] = []
+    inputs = read_files(expand_paths(paths, ignored))
+    inputs.skipped.extend(ignored_files(ignored))
+    inputs.skipped.sort(key=lambda s: s.path)
+    return inputs
+
+
+def ignored_files(ignored: Iterable[Path]) -> list[SkippedFile]:
+    """The files ``expand_paths`` passed over for their name."""
+    suffixes = ", ".join(sorted(TRACE_FILE_SUFFIXES))
+    return [SkippedFile(path, f"not a trace file name (suffix is none of {suffixes})") for path in ignored]
+
+
+def read_files(entries: Iterable[tuple[Path, bool]]) -> TraceInputs:
+    """:func:`read_trace_inputs` of files ``expand_paths`` gave (each with whether it was named
+    explicitly: only those raise ``NotATraceFileError``); ``skipped`` sorted by path."""
     batch = SpanBatch()
     files: list[TraceFile] = []
-    ignored: list[Path] = []
     skipped: list[SkippedFile] = []
     seen: set[tuple[int, int]] = set()
-    for path, explicit in expand_paths(paths, ignored):
+    for path, explicit in entries:
         try:
             file = read_trace_file(path)
         except NotATraceFileError as exc:
@@ -348,10 +367,6 @@ def read_trace_inputs(paths: Iterable[str | Path]) -> TraceInputs:
             else:
                 seen.add(key)
                 batch.append(view)
-    suffixes = ", ".join(sorted(TRACE_FILE_SUFFIXES))
-    skipped.extend(
-        SkippedFile(path, f"not a trace file name (suffix is none of {suffixes})") for path in ignored
-    )
     skipped.sort(key=lambda s: s.path)
     events = LogEvents()
     for file in files:

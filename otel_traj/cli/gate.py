@@ -13,6 +13,8 @@ import argparse
 import sys
 from typing import Any
 
+from otel_traj.cli.inputs import add_jobs
+
 EXIT_ALLOWED = 0
 EXIT_BLOCKED = 1
 EXIT_INPUT = 2
@@ -93,6 +95,7 @@ def register(subparsers: Any) -> None:
         metavar="RATIO",
         help="allowed relative rise of an efficiency figure (default 0.2 = 20%%)",
     )
+    add_jobs(parser)
     parser.add_argument("--format", choices=FORMATS, default="table", help="report format")
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.set_defaults(run=run)
@@ -150,7 +153,7 @@ def _load_sides(args: argparse.Namespace, policy: Any, finder: Any) -> tuple[lis
             if where and store is not None:
                 sides.append(load_stored_side(store, where, args.since, finder, side))
             else:
-                sides.append(load_side(getattr(args, side), policy, finder, side))
+                sides.append(load_side(getattr(args, side), policy, finder, side, args.jobs))
         return sides[0], sides[1]
     except StoreError as exc:
         raise GateInputError(str(exc)) from None

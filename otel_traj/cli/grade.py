@@ -19,15 +19,16 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from otel_traj.adapters import TraceFileError
-from otel_traj.adapters.files import SkippedFile, TraceFile, TraceInputs
+from otel_traj.adapters.files import SkippedFile
 from otel_traj.cli.grade_outputs import GradeOutputs
-from otel_traj.cli.inputs import InputError, load_inputs, write_report
+from otel_traj.cli.inputs import InputError, add_jobs, load_inputs, write_report
 from otel_traj.offline import Graded, grade_runs, read_runs
 from otel_traj.outputs import OutputError
 from otel_traj.reports import RENDERERS, render
 from otel_traj.sinks.store_schema import StoreError
 
 if TYPE_CHECKING:
+    from otel_traj.offline_read import FileRead, Inputs
     from otel_traj.policy import Policy
     from otel_traj.trajectory import Trajectory
 
@@ -57,6 +58,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="say on stderr which file was read and which was skipped, and why",
     )
+    add_jobs(parser)
     parser.add_argument("--format", choices=tuple(RENDERERS), default="table", help="report format")
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report to FILE")
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return EXIT_INPUT
     try:
-        runs = read_runs(args.paths, policy=policy, cases=cases, match_on=args.match_on)
+        runs = read_runs(args.paths, policy=policy, cases=cases, match_on=args.match_on, jobs=args.jobs)
     except TraceFileError as exc:
         print(f"otel-traj: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if outputs is None:
         return EXIT_INPUT
     graded = grade_runs(
-        runs.trajectories,
+        runs,
         policy=policy,
         cases=cases,
         match_on=args.match_on,
@@ -162,24 +164,20 @@ def _outputs(args: argparse.Namespace, policy: Policy | None) -> GradeOutputs | 
     return None
 
 
-def _without_trajectory(inputs: TraceInputs, trajectories: list[Trajectory]) -> list[SkippedFile]:
+def _without_trajectory(inputs: Inputs, trajectories: list[Trajectory]) -> list[SkippedFile]:
     """The files that were read but hold no span of any trajectory."""
     traced = {t.trace_id for t in trajectories}
-    return [
-        SkippedFile(file.path, _why_unused(file))
-        for file in inputs.files
-        if not any(view.trace_id in traced for view in file.views)
-        and not any(trace_id in traced for trace_id, _ in file.events.by_span)
-    ]
+    unused = [file for file in inputs.files if file.traces.isdisjoint(traced)]
+    return [SkippedFile(file.path, _why_unused(file)) for file in unused]
 
 
-def _why_unused(file: TraceFile) -> str:
-    if file.views:
+def _why_unused(file: FileRead) -> str:
+    if file.spans:
         return "no GenAI spans"
-    return "no GenAI events of a span read" if file.events.by_span else "no spans"
+    return "no GenAI events of a span read" if file.events else "no spans"
 
 
-def _print_inputs(inputs: TraceInputs, skipped: list[SkippedFile]) -> None:
+def _print_inputs(inputs: Inputs, skipped: list[SkippedFile]) -> None:
     passed_over = {s.path for s in skipped}
     for file in inputs.files:
         if file.path not in passed_over:
@@ -192,12 +190,12 @@ def _print_inputs(inputs: TraceInputs, skipped: list[SkippedFile]) -> None:
         )
 
 
-def _held(file: TraceFile) -> str:
+def _held(file: FileRead) -> str:
     """What a file read held: its spans, or a logs file's GenAI events (and its unreadable records)."""
-    if file.views:
-        return f"{len(file.views)} spans"
-    unreadable = f", {file.events.malformed} unreadable records" if file.events.malformed else ""
-    return f"{file.events.events} GenAI events{unreadable}"
+    if file.spans:
+        return f"{file.spans} spans"
+    unreadable = f", {file.unreadable_records} unreadable records" if file.unreadable_records else ""
+    return f"{file.events} GenAI events{unreadable}"
 
 
 def _nothing_to_grade(paths: list[str], skipped: list[SkippedFile], listed: bool) -> str:

@@ -1,12 +1,15 @@
-"""What the commands that read files share: their ``--policy`` and ``--cases`` files, and where their
-report goes. Golden cases load only when asked for: a plain grade is mostly start-up, in CI and
-pre-commit hooks."""
+"""What the commands that read files share: their ``--policy`` and ``--cases`` files, their
+``--jobs``, and where their report goes. Golden cases load only when asked for: a plain grade is
+mostly start-up, in CI and pre-commit hooks."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from otel_traj import env
 
 if TYPE_CHECKING:
     from otel_traj.cases import GoldenCase
@@ -36,6 +39,24 @@ def load_inputs(
         return policy, load_cases(cases_path)
     except CaseFileError as exc:
         raise InputError(f"otel-traj: invalid cases: {exc}") from None
+
+
+def add_jobs(parser: Any) -> None:
+    """The ``--jobs N`` option of a command that reads trace files."""
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        metavar="N",
+        help="worker processes that read, rebuild and grade the trace files, the report the same as "
+        f"with one (0: one per core; 1: none, this process reads them; {env.JOBS.cite()})",
+    )
+
+
+def _jobs(text: str) -> int:
+    try:
+        return env.SIZE.require("--jobs", int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {env.SIZE.expected}") from None
 
 
 def write_report(text: str, out: str | None) -> None:

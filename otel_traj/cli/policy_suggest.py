@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from otel_traj import env
+from otel_traj.cli.inputs import add_jobs
 
 EXIT_OK = 0
 EXIT_INPUT = 2
@@ -64,6 +65,7 @@ def add_parser(actions: Any) -> None:
         help="span attribute holding the run's subject (repeatable)",
     )
     parser.add_argument("--subject-pattern", metavar="REGEX", help="pattern of the subject")
+    add_jobs(parser)
     parser.add_argument("--out", metavar="FILE", help="write the policy to FILE instead of stdout")
     parser.set_defaults(run=run)
 
@@ -101,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     store = args.store or (None if args.paths else env.STORE.read())
     try:
-        runs = runs_from_files(args.paths, capture=args.subject_attribute) if args.paths else []
+        runs = []
+        if args.paths:
+            runs = runs_from_files(args.paths, capture=args.subject_attribute, jobs=args.jobs)
         if store is not None:
             runs += runs_from_store(store, since, args.agent)
     except TrafficError as exc:

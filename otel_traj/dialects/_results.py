@@ -28,7 +28,7 @@ of its failure (``request_failures``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_traj.dialects._base import PARSE_LIMIT, as_str, as_text, clip_text, loads
@@ -145,7 +145,7 @@ def _unblocked(value: Any) -> Any:
     return value
 
 
-def results_of(messages: list[Any], max_chars: int) -> ToolResults:
+def results_of(messages: Sequence[Any], max_chars: int) -> ToolResults:
     """The tool results among ``messages`` (the ones after the last assistant message)."""
     pairs: list[tuple[str, str]] = []
     for message in messages:
@@ -223,7 +223,7 @@ def _split_request(value: Any) -> tuple[Any, list[Any]]:
     return None, []
 
 
-def failures_of(messages: list[Any], max_chars: int, gemini: bool = False) -> tuple[str, ...]:
+def failures_of(messages: Sequence[Any], max_chars: int, gemini: bool = False) -> tuple[str, ...]:
     """The call ids of the results among ``messages`` that report a failure (``gemini``: recorded
     for a Gemini model, see ``_failed``)."""
     found: list[str] = []

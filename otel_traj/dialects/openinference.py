@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from otel_traj.dialects import operations, printed, react
@@ -150,7 +151,7 @@ def value_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> 
     value = attrs.get("input.value")
     if not isinstance(value, str) or "error" not in value:
         return None
-    return failures_of(_tail(_messages_of(value), max_chars), max_chars) or None
+    return failures_of(_request_tail(value, max_chars), max_chars) or None
 
 
 def flat_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
@@ -234,7 +235,17 @@ def _tail(messages: list[Any], max_chars: int) -> list[Any]:
 def value_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
     """Tool results after the last assistant message of ``input.value``'s messages, JSON or printed
     (Haystack's), which keep the call ids that ``llm.input_messages`` may leave out."""
-    return results_of(_tail(_messages_of(attrs.get("input.value")), max_chars), max_chars) or None
+    value = attrs.get("input.value")
+    if not isinstance(value, str):
+        return None
+    return results_of(_request_tail(value, max_chars), max_chars) or None
+
+
+@lru_cache(maxsize=8)
+def _request_tail(value: str, max_chars: int) -> tuple[Any, ...]:
+    """``_tail`` of the messages of a request's ``input.value``, read once for the span's results and
+    its failures (a printed Haystack message costs ~1 ms a kilobyte to tokenize). Callers only read it."""
+    return tuple(_tail(_messages_of(value), max_chars))
 
 
 def _is_json(attrs: Mapping[str, Any], key: str) -> bool:

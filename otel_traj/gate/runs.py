@@ -149,7 +149,7 @@ class CaseFinder:
 
 
 def _graded_from_traces(
-    paths: list[str], policy: Policy | None, finder: CaseFinder
+    paths: list[str], policy: Policy | None, finder: CaseFinder, jobs: int | None
 ) -> list[tuple[str, dict[str, Any]]]:
     """Grade the runs in trace files as ``otel-traj grade`` does; (file, verdict JSON) per run."""
     from otel_traj.adapters import TraceFileError
@@ -158,16 +158,19 @@ def _graded_from_traces(
 
     cases = finder.cases or None
     try:
-        runs = read_runs(paths, policy=policy, cases=cases, match_on=finder.match_on)
+        runs = read_runs(paths, policy=policy, cases=cases, match_on=finder.match_on, jobs=jobs)
     except TraceFileError as exc:
         raise GateInputError(str(exc)) from None
-    graded = grade_runs(runs.trajectories, policy=policy, cases=cases, match_on=finder.match_on)
-    files = {view.trace_id: str(file.path) for file in runs.inputs.files for view in file.views}
+    graded = grade_runs(runs, policy=policy, cases=cases, match_on=finder.match_on)
+    files = {trace_id: str(file.path) for file in runs.inputs.files for trace_id in file.span_traces}
     return [(files.get(v.trajectory.trace_id, ", ".join(paths)), verdict_to_dict(v)) for v in graded.verdicts]
 
 
-def load_side(paths: Sequence[str], policy: Policy | None, finder: CaseFinder, side: str) -> list[Run]:
-    """Every run of one side; raises :class:`GateInputError` on unreadable input or a side with no run."""
+def load_side(
+    paths: Sequence[str], policy: Policy | None, finder: CaseFinder, side: str, jobs: int | None = 1
+) -> list[Run]:
+    """Every run of one side; raises :class:`GateInputError` on unreadable input or a side with no run.
+    ``jobs``: worker processes reading its trace files (``read_runs``)."""
     runs: list[Run] = []
     traces: list[str] = []
     for raw in paths:
@@ -180,7 +183,7 @@ def load_side(paths: Sequence[str], policy: Policy | None, finder: CaseFinder, s
             continue
         runs.extend(run_from_dict(entry, raw, i, finder) for i, entry in enumerate(entries))
     if traces:
-        graded = _graded_from_traces(traces, policy, finder)
+        graded = _graded_from_traces(traces, policy, finder, jobs)
         runs.extend(run_from_dict(data, source, i, finder) for i, (source, data) in enumerate(graded))
     if not runs:
         raise GateInputError(f"--{side}: no run found in {', '.join(paths)}")

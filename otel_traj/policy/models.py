@@ -55,6 +55,11 @@ class CompiledSchema:
         # are not filled in because validation must never modify the trajectory it grades.
         self.validate: Callable[[Any], Any] = fastjsonschema.compile(source, use_default=False)
 
+    def __reduce__(self) -> tuple[type[CompiledSchema], tuple[dict[str, Any]]]:
+        # The compiled validator is generated code that cannot be pickled: a worker process
+        # (``grade --jobs``) compiles the schema again.
+        return CompiledSchema, (self.source,)
+
 
 def _compile_schema(value: Any) -> Any:
     if isinstance(value, CompiledSchema):
