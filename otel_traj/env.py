@@ -386,7 +386,7 @@ CONVERSATION_MAX_BYTES = _declare(
 )
 
 # The offline commands: worker processes reading trace files (grade, gate, policy suggest).
-JOBS = _declare("OTEL_TRAJ_JOBS", SIZE, 0, "worker processes reading trace files offline; 0: one per core")
+JOBS = _declare("OTEL_TRAJ_JOBS", SIZE, 0, "offline worker processes; 0: one per core from 16 MiB of input")
 
 # The terminal's type (progress line of the offline commands).
 TERM = _declare("TERM", OPTIONAL_TEXT, None, "`dumb`: no progress line on a terminal")

@@ -85,10 +85,10 @@ def read_runs(
 
     ``jobs``: worker processes that read, rebuild and grade (with ``policy``) the files, the runs
     the same and in the same order as one process gives them (None: ``OTEL_TRAJ_JOBS``, as the
-    commands' ``--jobs``; 0: one per core; with one, the default, or fewer than two files, this
-    process reads them). Workers not forked (when this process runs threads, or off Linux) import
-    the caller's main module, as ``multiprocessing`` does: a script that asks for them guards its
-    entry point with ``if __name__ == "__main__"``.
+    commands' ``--jobs``; 0: one per core from 16 MiB of input; with one, the default, or fewer
+    than two files, this process reads them). Workers not forked (when this process runs threads,
+    or off Linux) import the caller's main module, as ``multiprocessing`` does: a script that asks
+    for them guards its entry point with ``if __name__ == "__main__"``.
     """
     from otel_traj.offline_read import read_parts
 

@@ -56,6 +56,11 @@ Grade = Callable[[Sequence["Trajectory"]], list["Verdict"]]
 # Batches of consecutive files per worker in the first pass: enough that one slow batch does not
 # leave a worker idle long, few enough that each reads many files at once.
 TASKS_PER_WORKER = 8
+# Below this much input the automatic count (0: one per core) reads in this process: starting the
+# workers and sending their runs back costs what a second core saves (measured on two cores: two
+# files 0.35 s in one process, 0.40 s with two; 116 runs in 9.9 MB 0.58 s and 0.56 s; 580 runs in
+# 42.9 MiB 847 ms and 595 ms). A count given explicitly is always used.
+AUTO_MIN_BYTES = 16 * 1024 * 1024
 
 
 class WorkerError(TraceFileError):
@@ -108,11 +113,13 @@ class Part:
     verdicts: list[Verdict] | None = None
 
 
-def job_count(jobs: int | None = None) -> int:
+def job_count(jobs: int | None = None, input_bytes: int | None = None) -> int:
     """Worker processes for ``jobs``: None reads ``OTEL_TRAJ_JOBS``; 0 is one per core this process
-    may run on."""
+    may run on, when ``input_bytes`` (unknown: None) is at least ``AUTO_MIN_BYTES``, else one."""
     count = env.JOBS.read() if jobs is None else env.SIZE.require("jobs", jobs)
-    return count or _cores()
+    if count:
+        return count
+    return _cores() if input_bytes is None or input_bytes >= AUTO_MIN_BYTES else 1
 
 
 def _cores() -> int:
@@ -131,9 +138,19 @@ def read_parts(
     reading them in that order would."""
     ignored: list[Path] = []
     entries = list(expand_paths(paths, ignored))
-    workers = min(job_count(jobs), len(entries))
+    workers = min(job_count(jobs, _size(entries)), len(entries))
     parts = _in_workers(entries, config, policy, workers) if workers > 1 else [read_part(entries, config)]
     return _merged(entries, parts, ignored_files(ignored))
+
+
+def _size(entries: Sequence[Entry]) -> int:
+    total = 0
+    for path, _ in entries:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue  # named when it is read
+    return total
 
 
 def read_part(entries: Sequence[Entry], config: AssemblerConfig, grade: Grade | None = None) -> Part:

@@ -192,7 +192,12 @@ def test_jobs_default_to_the_environment_then_the_cores(monkeypatch: pytest.Monk
     assert job_count() == 3
     assert job_count(1) == 1
     monkeypatch.setenv("OTEL_TRAJ_JOBS", "0")
-    assert job_count() >= 1
+    monkeypatch.setattr(offline_read, "_cores", lambda: 4)
+    assert job_count() == 4
+    # One per core only where the input pays for the workers; a count given is always used.
+    assert job_count(input_bytes=offline_read.AUTO_MIN_BYTES) == 4
+    assert job_count(input_bytes=offline_read.AUTO_MIN_BYTES - 1) == 1
+    assert job_count(2, input_bytes=1) == 2
     with pytest.raises(ValueError, match="jobs=-1"):
         job_count(-1)
 

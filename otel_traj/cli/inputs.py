@@ -48,7 +48,8 @@ def add_jobs(parser: Any) -> None:
         type=_jobs,
         metavar="N",
         help="worker processes that read, rebuild and grade the trace files, the report the same as "
-        f"with one (0: one per core; 1: none, this process reads them; {env.JOBS.cite()})",
+        "with one (0: one per core from 16 MiB of input; 1: none, this process reads them; "
+        f"{env.JOBS.cite()})",
     )
 
 
