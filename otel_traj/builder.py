@@ -44,6 +44,12 @@ def _contains(outer: ToolCall | ModelCall | AgentRun, inner: ToolCall | ModelCal
     return outer.start_ns <= inner.start_ns and inner.end_ns <= outer.end_ns and outer is not inner
 
 
+def _enclosing_first(step: Step) -> tuple[int, int, int]:
+    """Start order, a longer span first among those that started together: times kept to the
+    millisecond (a backend's) make a layer and the one it wraps start at once."""
+    return step.start_ns, -step.end_ns, step.span_id
+
+
 def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
     """Drop tool spans nested in a tool span of the same name: one execution seen by two layers. A
     span the tool's server recorded (an MCP server, another process) is one of the caller's calls of
@@ -52,7 +58,7 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
     # Per name, the indices in ``kept`` of the calls not yet ended: calls come in start order, so one
     # that ended before a call started encloses neither it nor any later one (the work stays linear).
     running: dict[str, list[int]] = {}
-    for call in calls:
+    for call in sorted(calls, key=_enclosing_first):
         if call.served:
             continue
         same = running.setdefault(call.name, [])
@@ -75,7 +81,7 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
                 kept[k] = _merged_tool(kept[k], call)
             else:
                 served.append(call)  # the server's record is all there is of this call
-    return sorted(kept + served, key=_order) if served else kept
+    return sorted(kept + served, key=_order)
 
 
 def _encloses(outer: ToolCall, call: ToolCall) -> bool:
@@ -124,10 +130,10 @@ def _merged_model(outer: ModelCall, inner: ModelCall) -> ModelCall:
 
 def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
     """Nested LLM spans of one model call (e.g. ``call_llm`` ⊃ ``generate_content`` ⊃ ``chat``) count
-    once. Calls are sorted by start, so an enclosing call always comes first."""
+    once. An enclosing call always comes first (:func:`_enclosing_first`)."""
     kept: list[ModelCall] = []
     running: list[int] = []  # indices in ``kept`` of the calls not yet ended (see ``_dedupe_tools``)
-    for call in calls:
+    for call in sorted(calls, key=_enclosing_first):
         running[:] = [k for k in running if kept[k].end_ns >= call.start_ns]
         outer = next((k for k in reversed(running) if _contains(kept[k], call)), None)
         if outer is None:
@@ -135,7 +141,7 @@ def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
             kept.append(call)
         else:
             kept[outer] = _merged_model(kept[outer], call)
-    return kept
+    return sorted(kept, key=_order)
 
 
 def _start_uncertainty(start_ns: int) -> int:

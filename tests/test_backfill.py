@@ -27,12 +27,11 @@ from tests.support_trajectories import EXAMPLE_POLICY
 REAL = Path(__file__).parent / "fixtures" / "real"
 FILES = sorted(REAL.glob("*/*.otlp.json"))
 # Runs whose backfilled verdict differs from the OTLP file's: what Langfuse's ingestion drops (span
-# events, ``llm.input_messages.*`` beside ``input.value``, the key its input came from when several
-# frameworks' keys meet) is not yet made up for by the reading.
+# events, the key its input came from when several frameworks' keys meet) is not yet made up for by
+# the reading.
 NOT_YET_EQUAL = {
-    "dspy_openinference/clean", "dspy_openinference/violating", "llamaindex_otel/clean",
-    "llamaindex_otel/violating", "openai_agents_traceloop/clean", "openai_agents_traceloop/violating",
-    "pydantic_ai_mcp/violating", "strands/violating", "strands_latest/clean", "strands_latest/violating",
+    "llamaindex_otel/clean", "llamaindex_otel/violating", "strands/violating", "strands_latest/clean",
+    "strands_latest/violating",
 }  # fmt: skip
 # Runs Langfuse cannot give back whole, whose backfilled run says it was not fully read (not
 # complete, the reason in its errors) instead of passing silently: parallel tool calls that started
@@ -40,7 +39,7 @@ NOT_YET_EQUAL = {
 # millisecond); tool calls read from OpenInference model messages Langfuse deleted beside
 # ``input.value``.
 NOT_FULLY_READ = {
-    "beeai_openinference/clean", "pydantic_ai_mcp/clean", "strands/clean", "langgraph_openinference/clean",
+    "beeai_openinference/clean", "strands/clean", "langgraph_openinference/clean",
     "langgraph_openinference/violating", "litellm_openinference/clean", "litellm_openinference/violating",
 }  # fmt: skip
 POLICY = load_policy(EXAMPLE_POLICY)
