@@ -40,6 +40,14 @@ _IO_KEYS = {
     "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
 }  # fmt: skip
 _IO_PREFIXES = ("gen_ai.prompt", "gen_ai.completion", "llm.input_messages", "llm.output_messages")
+# The per-message events Langfuse takes a span's input from, in the span's order (their role from
+# their name); ``gen_ai.choice`` events are its output.
+_MESSAGE_EVENTS = (
+    "gen_ai.system.message",
+    "gen_ai.user.message",
+    "gen_ai.assistant.message",
+    "gen_ai.tool.message",
+)
 # Langfuse's order: the first pair with a value is the observation's input and output.
 _PAIRS = (
     ("gcp.vertex.agent.llm_request", "gcp.vertex.agent.llm_response"),
@@ -100,8 +108,7 @@ def ingested_io(attrs: dict[str, Any], scope: str, events: list[Any]) -> tuple[A
             if get(key):
                 return value_in, get(key)
         return value_in, get("ai.response.toolCalls")
-    messages = [e for e in events if e["name"] in ("gen_ai.system.message", "gen_ai.user.message")]
-    messages += [e for e in events if e["name"] in ("gen_ai.assistant.message", "gen_ai.tool.message")]
+    messages = [e for e in events if e["name"] in _MESSAGE_EVENTS]
     choices = [e for e in events if e["name"] == "gen_ai.choice"]
     if messages or choices:
         value_in = [{"role": e["name"][7:-8], **_attrs(e)} for e in messages] or None

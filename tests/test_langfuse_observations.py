@@ -1,0 +1,57 @@
+"""Observations of Langfuse's public API read back into span views: what its OpenTelemetry ingestion
+moved out of the span's attributes and events is put back where the instrumentation wrote it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from otel_traj.adapters.langfuse_api import views_from_observations
+from otel_traj.dialects import read_span
+from otel_traj.steps import ToolCall
+
+
+def _observation(attributes: dict[str, str], value_in: Any, value_out: Any) -> dict[str, Any]:
+    return {
+        "id": "00000000000000a1",
+        "traceId": "0" * 31 + "1",
+        "name": "get_subscription",
+        "startTime": "2026-11-30T18:30:55.739000Z",
+        "endTime": "2026-11-30T18:30:55.761000Z",
+        "input": json.dumps(value_in),
+        "output": json.dumps(value_out),
+        "metadata": {"attributes": attributes, "scope": {"name": "strands.telemetry.tracer"}},
+    }
+
+
+TOOL = {
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.name": "get_subscription",
+    "gen_ai.tool.call.id": "call_1",
+}
+
+
+def test_per_message_events_langfuse_moved_into_input_and_output_are_events_again() -> None:
+    # Langfuse took the input from the span's gen_ai.tool.message event (its role from the event's
+    # name) and the output from its gen_ai.choice event, and kept no event.
+    request = [{"role": "tool", "content": '{"customer_id": "C023"}', "id": "call_1"}]
+    choice = {"message": '[{"text": "{\\"plan\\": \\"pro\\"}"}]', "id": "call_1"}
+    (view,) = views_from_observations([_observation(TOOL, request, choice)]).views
+    assert [(e.name, dict(e.attributes)) for e in view.events] == [
+        ("gen_ai.tool.message", {"content": '{"customer_id": "C023"}', "id": "call_1"}),
+        ("gen_ai.choice", choice),
+    ]
+    assert "gen_ai.tool.call.arguments" not in view.attributes
+    step, _ = read_span(view)
+    assert isinstance(step, ToolCall) and step.arguments_text == '{"customer_id": "C023"}'
+
+
+def test_the_conventions_messages_stay_attributes() -> None:
+    # A list of {role, parts} is the conventions' attribute, never events.
+    chat = {"gen_ai.operation.name": "chat"}
+    messages = [{"role": "user", "parts": [{"type": "text", "content": "refund"}]}]
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]
+    (view,) = views_from_observations([_observation(chat, messages, answer)]).views
+    assert not view.events
+    assert json.loads(view.attributes["gen_ai.input.messages"]) == messages
+    assert json.loads(view.attributes["gen_ai.output.messages"]) == answer
