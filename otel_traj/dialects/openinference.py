@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from otel_traj.dialects import printed, react
-from otel_traj.dialects._base import clip_text, dumps, loads
+from otel_traj.dialects._base import PARSE_LIMIT, clip_text, dumps, loads
 from otel_traj.dialects._messages import (
     ASSISTANT_ROLES,
     MAX_MESSAGES,
@@ -260,13 +260,17 @@ def value_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str
 
 
 def value_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
-    """A response in ``output.value``: messages when it is JSON, else the text itself."""
+    """A response in ``output.value``: messages when it is JSON, else the text itself (a text that
+    only starts as JSON would, DSPy's ``[[ ## next_thought ## ]]`` sections, is text)."""
     value = attrs.get("output.value")
     if value is None:
         return None
-    if _is_json(attrs, "output.mime_type") or (isinstance(value, str) and value[:1] in ("[", "{")):
-        messages = _readable(_messages_of(value), max_chars)
-        return assistant_output(messages, max_chars) if messages else None
+    json_mime = _is_json(attrs, "output.mime_type")
+    if json_mime or (isinstance(value, str) and value[:1] in ("[", "{")):
+        data = loads(value) if isinstance(value, str) and value[:1] in ("[", "{") else None
+        if json_mime or data is not None or len(value) > PARSE_LIMIT:
+            messages = _readable(_messages_in(data), max_chars)
+            return assistant_output(messages, max_chars) if messages else None
     return content_text(value), (), ()
 
 
