@@ -1,5 +1,6 @@
 """Observations of Langfuse's public API read back into span views: what its OpenTelemetry ingestion
-moved out of the span's attributes and events is put back where the instrumentation wrote it."""
+moved out of the span's attributes and events is put back where the instrumentation wrote it, and
+what it did not keep makes the run not fully read."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import json
 from typing import Any
 
 from otel_traj.adapters.langfuse_api import views_from_observations
+from otel_traj.backfill.fidelity import event_problems
 from otel_traj.dialects import read_span
+from otel_traj.spanview import SpanEvent, SpanView
 from otel_traj.steps import ToolCall
 
 
@@ -55,3 +58,40 @@ def test_the_conventions_messages_stay_attributes() -> None:
     assert not view.events
     assert json.loads(view.attributes["gen_ai.input.messages"]) == messages
     assert json.loads(view.attributes["gen_ai.output.messages"]) == answer
+
+
+def _span(name: str, attributes: dict[str, Any], events: tuple[SpanEvent, ...] = ()) -> SpanView:
+    return SpanView(
+        trace_id=1,
+        span_id=2,
+        parent_id=None,
+        name=name,
+        start_ns=0,
+        end_ns=1,
+        attributes=attributes,
+        events=events,
+    )
+
+
+def test_a_span_read_without_the_events_its_dialect_records_in_makes_the_run_not_fully_read() -> None:
+    strands_chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "strands-agents"}
+    workflow_step = {"llamaindex.run_id": "run-1"}
+    problems = event_problems(
+        [_span("chat", strands_chat), _span("chat", strands_chat), _span("OpenAI.achat", workflow_step)]
+    )
+    assert problems == [
+        "Strands' model messages (the calls the model requested) are recorded in span events, which"
+        " Langfuse does not keep (2 observations read without them)",
+        "LlamaIndex's model calls are recorded in span events, which Langfuse does not keep (1"
+        " observations read without them)",
+    ]
+    # Events given back (Langfuse moved them into input and output), the messages kept as attributes,
+    # or a span of the conventions that records nothing in events: nothing lost.
+    choice = SpanEvent(name="gen_ai.choice", timestamp=0, attributes={"message": "done"})
+    assert not event_problems(
+        [
+            _span("chat", strands_chat, (choice,)),
+            _span("chat", {**strands_chat, "gen_ai.input.messages": "[]"}),
+            _span("chat", {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai"}),
+        ]
+    )
