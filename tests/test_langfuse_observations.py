@@ -95,3 +95,18 @@ def test_a_span_read_without_the_events_its_dialect_records_in_makes_the_run_not
             _span("chat", {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai"}),
         ]
     )
+
+
+def test_the_vercel_ai_sdks_text_and_calls_langfuse_joined_into_one_message_are_split_again() -> None:
+    # Langfuse's message holds the calls as the attribute held them: JSON text inside its JSON.
+    calls = (
+        '[{"toolCallId":"call_1","toolName":"get_subscription","input":"{\\"customer_id\\": \\"C023\\"}"}]'
+    )
+    observation = _observation({"ai.operationId": "ai.generateText.doGenerate"}, [], {})
+    observation["metadata"]["scope"] = {"name": "ai"}
+    observation["output"] = json.dumps({"role": "assistant", "content": "Let me look.", "tool_calls": calls})
+    (view,) = views_from_observations([observation]).views
+    assert (view.attributes["ai.response.text"], view.attributes["ai.response.toolCalls"]) == (
+        "Let me look.",
+        calls,
+    )

@@ -133,9 +133,11 @@ def restore_io(
         return
     decoded = _decoded(value_out) if scope_name == "ai" else None
     if isinstance(decoded, Mapping) and "tool_calls" in decoded:
-        # The Vercel AI SDK's text and requested calls, joined into one message by Langfuse.
+        # The Vercel AI SDK's text and requested calls, joined into one message by Langfuse (the
+        # calls as the attribute held them, JSON text; decoded by a server that parsed it).
+        calls = decoded["tool_calls"]
         attrs["ai.response.text"] = decoded.get("content") or ""
-        attrs["ai.response.toolCalls"] = orjson.dumps(decoded["tool_calls"]).decode()
+        attrs["ai.response.toolCalls"] = calls if isinstance(calls, str) else orjson.dumps(calls).decode()
     elif isinstance(decoded, list) and key_out == "ai.response.text":
         attrs["ai.response.toolCalls"] = value_out
     else:
