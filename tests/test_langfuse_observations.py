@@ -58,6 +58,12 @@ def test_the_conventions_messages_stay_attributes() -> None:
     assert not view.events
     assert json.loads(view.attributes["gen_ai.input.messages"]) == messages
     assert json.loads(view.attributes["gen_ai.output.messages"]) == answer
+    # An output alone that looks like a choice came from an attribute as well as it may have come
+    # from an event: it stays an attribute.
+    observation = _observation({"gen_ai.operation.name": "invoke_agent"}, None, {"message": "done"})
+    observation["input"] = None
+    (view,) = views_from_observations([observation]).views
+    assert not view.events and json.loads(view.attributes["output"]) == {"message": "done"}
 
 
 def _span(name: str, attributes: dict[str, Any], events: tuple[SpanEvent, ...] = ()) -> SpanView:

@@ -173,13 +173,14 @@ def restore_events(
     attrs: Mapping[str, Any], value_in: str | None, value_out: str | None
 ) -> list[tuple[str, dict[str, Any]]] | None:
     """The per-message events a GenAI span's ``input`` and ``output`` were taken from, ``(name,
-    attributes)`` in order, or None when they were not taken from events. An input of messages with
-    a choice for output, or one side alone, is read as events only on a span that names its GenAI
-    operation or system (the events' conventions) and when the other side is empty or of that form."""
-    if "gen_ai.operation.name" not in attrs and "gen_ai.system" not in attrs:
+    attributes)`` in order, or None when they were not taken from events: an input of such messages,
+    with choices or nothing for output, on a span that names its GenAI operation or system (the
+    events' conventions). An output alone is left to the attributes: a value of some key may look
+    like a choice."""
+    if ("gen_ai.operation.name" not in attrs and "gen_ai.system" not in attrs) or value_in is None:
         return None
-    messages = _message_events(_decoded(value_in)) if value_in is not None else []
+    messages = _message_events(_decoded(value_in))
     choices = _choice_events(_decoded(value_out)) if value_out is not None else []
-    if messages is None or choices is None or not (messages or choices):
+    if messages is None or choices is None:
         return None
     return messages + choices
