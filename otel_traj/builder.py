@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 from otel_traj.dialects._base import dumps, parse_json
 from otel_traj.dialects.declarations import CONVERSATION_KEYS, answer_in, is_output_tool
@@ -29,6 +29,7 @@ from otel_traj.steps import AgentRun, ContextOperation, ModelCall, Step, ToolCal
 from otel_traj.trajectory import Tokens, Trajectory
 
 _MS = 1_000_000
+_Layer = TypeVar("_Layer", ToolCall, ModelCall)
 
 
 def attribute_conversation_id(attributes: Mapping[str, Any]) -> str | None:
@@ -50,6 +51,12 @@ def _enclosing_first(step: Step) -> tuple[int, int, int]:
     return step.start_ns, -step.end_ns, step.span_id
 
 
+def _layers(first: _Layer, then: _Layer) -> tuple[_Layer, _Layer]:
+    """(outer, inner) of two spans of one call, ``first`` enclosing ``then`` by their times: when the
+    times are the same (kept to the millisecond), the parent is the outer one."""
+    return (then, first) if first.parent_id == then.span_id else (first, then)
+
+
 def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
     """Drop tool spans nested in a tool span of the same name: one execution seen by two layers. A
     span the tool's server recorded (an MCP server, another process) is one of the caller's calls of
@@ -68,7 +75,7 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
             same.append(len(kept))
             kept.append(call)
         else:
-            kept[outer] = _merged_tool(kept[outer], call)
+            kept[outer] = _merged_tool(*_layers(kept[outer], call))
     callers: dict[str, list[int]] = {}
     for k, call in enumerate(kept):
         callers.setdefault(call.name, []).append(k)
@@ -140,7 +147,7 @@ def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
             running.append(len(kept))
             kept.append(call)
         else:
-            kept[outer] = _merged_model(kept[outer], call)
+            kept[outer] = _merged_model(*_layers(kept[outer], call))
     return sorted(kept, key=_order)
 
 

@@ -48,3 +48,18 @@ def test_a_layer_and_the_one_it_wraps_starting_in_one_millisecond_count_once() -
         (9, 300, (request,))
     ]
     assert [(c.span_id, c.turn) for c in trajectory.tool_calls] == [(8, 0)]
+
+
+def test_of_two_layers_with_the_same_times_the_parent_is_the_call() -> None:
+    # Both kept to the same milliseconds: only the parent says which wraps the other.
+    outer = ModelCall(span_id=7, start_ns=T, end_ns=T + 40 * MS, model="gpt-4o-mini")
+    inner = ModelCall(
+        span_id=3, parent_id=7, start_ns=T, end_ns=T + 40 * MS, input_tokens=300, output_tokens=20
+    )
+    tool = ToolCall(name="get_subscription", span_id=8, start_ns=T + 41 * MS, end_ns=T + 60 * MS)
+    tool_inner = ToolCall(
+        name="get_subscription", span_id=4, parent_id=8, start_ns=T + 41 * MS, end_ns=T + 60 * MS
+    )
+    trajectory = build_trajectory(TraceContext(trace_id=1), [inner, outer, tool_inner, tool])
+    assert [(m.span_id, m.input_tokens) for m in trajectory.model_calls] == [(7, 300)]
+    assert [c.span_id for c in trajectory.tool_calls] == [8]
