@@ -214,6 +214,22 @@ def test_openinference_calls_without_arguments_take_them_from_output_value() -> 
         assert model.requested_tools[0] == RequestedTool(name="transfer_to_b", call_id="call_1")
 
 
+def test_a_chat_completion_in_output_value_gives_the_calls_it_requested() -> None:
+    # LiteLLM's OpenInference span keeps the provider's whole response in `output.value`: its calls
+    # are read there when no `llm.output_messages.*` holds them (Langfuse deletes those).
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_subscription", "arguments": ARGS}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    completion = {
+        "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+    }
+    attributes = {"openinference.span.kind": "LLM", "output.value": json.dumps(completion)}
+    model = as_model(to_step(record("completion", attributes)))
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
+    )
+
+
 def test_litellm_calls_recorded_as_indexed_function_calls_beside_semconv_reasons() -> None:
     # LiteLLM's OpenTelemetry logger: `gen_ai.output.messages` keeps only the finish reason of a
     # response with calls; the calls are `gen_ai.completion.N.function_call.*`, one per call, no ids.

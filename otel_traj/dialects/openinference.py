@@ -183,13 +183,16 @@ def _completed(tools: list[RequestedTool], other: Output | None) -> list[Request
 
 
 def _messages_of(value: Any) -> list[Any]:
-    """Messages of an ``input.value``/``output.value``: a list, ``{"messages": [...]}`` or a chat
-    generator's ``{"replies": [...]}``; printed messages (Haystack's) stay text, see ``_readable``."""
+    """Messages of an ``input.value``/``output.value``: a list, ``{"messages": [...]}``, a chat
+    generator's ``{"replies": [...]}`` or a chat completion's ``{"choices": [{"message": ...}]}`` (an
+    OpenAI response, LiteLLM's); printed messages (Haystack's) stay text, see ``_readable``."""
     data = loads(value) if isinstance(value, str) and value[:1] in ("[", "{") else None
     return _messages_in(data)
 
 
 def _messages_in(data: Any) -> list[Any]:
+    if isinstance(data, dict) and isinstance(choices := data.get("choices"), list):
+        return [c["message"] for c in choices if isinstance(c, dict) and isinstance(c.get("message"), dict)]
     if isinstance(data, dict):
         data = data.get("messages", data.get("replies", data))
     return as_messages(data) if isinstance(data, list | dict) else []
