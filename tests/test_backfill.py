@@ -29,15 +29,13 @@ FILES = sorted(REAL.glob("*/*.otlp.json"))
 # Runs Langfuse cannot give back whole, whose backfilled run says it was not fully read (not
 # complete, the reason in its errors) instead of passing silently: parallel tool calls that started
 # in the same millisecond with no requesting turn to order them (Langfuse keeps times to the
-# millisecond, and BeeAI's model observations keep no response); tool calls read from OpenInference
-# model messages Langfuse deleted beside ``input.value`` (LangGraph's); what a framework records in
-# span events only, which Langfuse does not keep (LlamaIndex's own integration: its model calls;
-# Strands with the latest conventions: its model messages in
-# ``gen_ai.client.inference.operation.details``). Every other run backfills to the very verdict
-# grading its OTLP file gives.
+# millisecond, and BeeAI's model observations keep no response); what a framework records in span
+# events only, which Langfuse does not keep (LlamaIndex's own integration: its model calls; Strands
+# with the latest conventions: its model messages in ``gen_ai.client.inference.operation.details``).
+# Every other run backfills to the very verdict grading its OTLP file gives.
 NOT_FULLY_READ = {
-    "beeai_openinference/clean", "langgraph_openinference/clean", "langgraph_openinference/violating",
-    "llamaindex_otel/clean", "llamaindex_otel/violating", "strands_latest/clean", "strands_latest/violating",
+    "beeai_openinference/clean", "llamaindex_otel/clean", "llamaindex_otel/violating", "strands_latest/clean",
+    "strands_latest/violating",
 }  # fmt: skip
 POLICY = load_policy(EXAMPLE_POLICY)
 

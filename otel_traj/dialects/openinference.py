@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from otel_traj.dialects import printed, react
+from otel_traj.dialects import langsmith, printed, react
 from otel_traj.dialects._base import PARSE_LIMIT, clip_text, dumps, loads
 from otel_traj.dialects._messages import (
     ASSISTANT_ROLES,
@@ -271,6 +271,8 @@ def value_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Ou
     json_mime = _is_json(attrs, "output.mime_type")
     if json_mime or (isinstance(value, str) and value[:1] in ("[", "{")):
         data = loads(value) if isinstance(value, str) and value[:1] in ("[", "{") else None
+        if isinstance(data, dict) and isinstance(generations := data.get("generations"), list):
+            return langsmith.generations_output(generations, max_chars)
         if json_mime or data is not None or len(value) > PARSE_LIMIT:
             messages = _readable(_messages_in(data), max_chars)
             return assistant_output(messages, max_chars) if messages else None
