@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 from otel_traj.context_reads import distinct_reads
 from otel_traj.dialects._base import dumps, parse_json
@@ -30,6 +30,7 @@ from otel_traj.steps import AgentRun, ContextOperation, ModelCall, Step, ToolCal
 from otel_traj.trajectory import Tokens, Trajectory
 
 _MS = 1_000_000
+_Layer = TypeVar("_Layer", ToolCall, ModelCall)
 
 
 def attribute_conversation_id(attributes: Mapping[str, Any]) -> str | None:
@@ -45,6 +46,18 @@ def _contains(outer: ToolCall | ModelCall | AgentRun, inner: ToolCall | ModelCal
     return outer.start_ns <= inner.start_ns and inner.end_ns <= outer.end_ns and outer is not inner
 
 
+def _enclosing_first(step: Step) -> tuple[int, int, int]:
+    """Start order, a longer span first among those that started together: times kept to the
+    millisecond (a backend's) make a layer and the one it wraps start at once."""
+    return step.start_ns, -step.end_ns, step.span_id
+
+
+def _layers(first: _Layer, then: _Layer) -> tuple[_Layer, _Layer]:
+    """(outer, inner) of two spans of one call, ``first`` enclosing ``then`` by their times: when the
+    times are the same (kept to the millisecond), the parent is the outer one."""
+    return (then, first) if first.parent_id == then.span_id else (first, then)
+
+
 def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
     """Drop tool spans nested in a tool span of the same name: one execution seen by two layers. A
     span the tool's server recorded (an MCP server, another process) is one of the caller's calls of
@@ -53,7 +66,7 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
     # Per name, the indices in ``kept`` of the calls not yet ended: calls come in start order, so one
     # that ended before a call started encloses neither it nor any later one (the work stays linear).
     running: dict[str, list[int]] = {}
-    for call in calls:
+    for call in sorted(calls, key=_enclosing_first):
         if call.served:
             continue
         same = running.setdefault(call.name, [])
@@ -63,7 +76,7 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
             same.append(len(kept))
             kept.append(call)
         else:
-            kept[outer] = _merged_tool(kept[outer], call)
+            kept[outer] = _merged_tool(*_layers(kept[outer], call))
     callers: dict[str, list[int]] = {}
     for k, call in enumerate(kept):
         callers.setdefault(call.name, []).append(k)
@@ -76,7 +89,7 @@ def _dedupe_tools(calls: list[ToolCall]) -> list[ToolCall]:
                 kept[k] = _merged_tool(kept[k], call)
             else:
                 served.append(call)  # the server's record is all there is of this call
-    return sorted(kept + served, key=_order) if served else kept
+    return sorted(kept + served, key=_order)
 
 
 def _encloses(outer: ToolCall, call: ToolCall) -> bool:
@@ -125,18 +138,18 @@ def _merged_model(outer: ModelCall, inner: ModelCall) -> ModelCall:
 
 def _dedupe_models(calls: list[ModelCall]) -> list[ModelCall]:
     """Nested LLM spans of one model call (e.g. ``call_llm`` ⊃ ``generate_content`` ⊃ ``chat``) count
-    once. Calls are sorted by start, so an enclosing call always comes first."""
+    once. An enclosing call always comes first (:func:`_enclosing_first`)."""
     kept: list[ModelCall] = []
     running: list[int] = []  # indices in ``kept`` of the calls not yet ended (see ``_dedupe_tools``)
-    for call in calls:
+    for call in sorted(calls, key=_enclosing_first):
         running[:] = [k for k in running if kept[k].end_ns >= call.start_ns]
         outer = next((k for k in reversed(running) if _contains(kept[k], call)), None)
         if outer is None:
             running.append(len(kept))
             kept.append(call)
         else:
-            kept[outer] = _merged_model(kept[outer], call)
-    return kept
+            kept[outer] = _merged_model(*_layers(kept[outer], call))
+    return sorted(kept, key=_order)
 
 
 def _start_uncertainty(start_ns: int) -> int:

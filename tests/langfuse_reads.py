@@ -4,8 +4,12 @@ observation the models reject fails the test), cursor-paginated, filtered as the
 parameter says; and recorded OTLP/JSON fixtures turned into the observations Langfuse's
 OpenTelemetry ingestion stores (``OtelIngestionProcessor``: the span's attributes, less the keys it
 moves into input and output, JSON-encoded to text in ``metadata.attributes``; the resource in
-``metadata.resourceAttributes``; the scope in ``metadata.scope``; times to the millisecond; no span
-events, no span kind; the Langfuse SDK's own spans keep no attributes, only the typed fields).
+``metadata.resourceAttributes``; the scope in ``metadata.scope``; times to the millisecond; the
+observation named as ``extractName`` names it; of the span events only the per-message ones, moved
+into input and output; no span kind; the Langfuse SDK's own spans keep no attributes, only the typed
+fields). Read from ``packages/shared/src/server/otel/OtelIngestionProcessor.ts`` of langfuse/langfuse
+(commit 0030ed8); its legacy ``gen_ai.content.prompt`` / ``gen_ai.content.completion`` events, LiveKit's
+keys and Logfire's ``events`` attribute are left out: no recorded run carries them.
 """
 
 from __future__ import annotations
@@ -40,6 +44,14 @@ _IO_KEYS = {
     "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
 }  # fmt: skip
 _IO_PREFIXES = ("gen_ai.prompt", "gen_ai.completion", "llm.input_messages", "llm.output_messages")
+# The per-message events Langfuse takes a span's input from, in the span's order (their role from
+# their name); ``gen_ai.choice`` events are its output.
+_MESSAGE_EVENTS = (
+    "gen_ai.system.message",
+    "gen_ai.user.message",
+    "gen_ai.assistant.message",
+    "gen_ai.tool.message",
+)
 # Langfuse's order: the first pair with a value is the observation's input and output.
 _PAIRS = (
     ("gcp.vertex.agent.llm_request", "gcp.vertex.agent.llm_response"),
@@ -93,15 +105,15 @@ def ingested_io(attrs: dict[str, Any], scope: str, events: list[Any]) -> tuple[A
     if scope == "ai":
         value_in = get("ai.prompt.messages", get("ai.prompt", get("ai.toolCall.args")))
         if "ai.response.text" in attrs and "ai.response.toolCalls" in attrs:
-            tool_calls = json.loads(attrs["ai.response.toolCalls"])
-            out = {"role": "assistant", "content": attrs["ai.response.text"], "tool_calls": tool_calls}
+            # The calls as the attribute holds them: JSON text inside the JSON of the message.
+            calls = attrs["ai.response.toolCalls"]
+            out = {"role": "assistant", "content": attrs["ai.response.text"], "tool_calls": calls}
             return value_in, json.dumps(out)
         for key in ("ai.response.text", "ai.result.text", "ai.toolCall.result", "ai.response.object"):
             if get(key):
                 return value_in, get(key)
         return value_in, get("ai.response.toolCalls")
-    messages = [e for e in events if e["name"] in ("gen_ai.system.message", "gen_ai.user.message")]
-    messages += [e for e in events if e["name"] in ("gen_ai.assistant.message", "gen_ai.tool.message")]
+    messages = [e for e in events if e["name"] in _MESSAGE_EVENTS]
     choices = [e for e in events if e["name"] == "gen_ai.choice"]
     if messages or choices:
         value_in = [{"role": e["name"][7:-8], **_attrs(e)} for e in messages] or None
@@ -142,6 +154,20 @@ def _attrs(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
+
+
+def _name(span_name: str, attrs: dict[str, Any]) -> str:
+    """Langfuse's ``extractName``: the tool's name, Logfire's message, the Vercel AI SDK's tool name or
+    its ``functionId:operationId``, else the span's own name (which it does not keep then)."""
+    for key in ("gen_ai.tool.name", "logfire.msg"):
+        if attrs.get(key):
+            return attrs[key] if isinstance(attrs[key], str) else json.dumps(attrs[key])
+    if "ai.toolCall.name" in attrs:
+        return str(attrs["ai.toolCall.name"])
+    if "ai.operationId" in attrs:
+        function = attrs.get("ai.telemetry.functionId")
+        return f"{function}:" * bool(function) + str(attrs["ai.operationId"])
+    return span_name
 
 
 def _iso(ns: int) -> str:
@@ -204,7 +230,7 @@ def observation(span: dict[str, Any], resource: dict[str, Any], scope: dict[str,
         "parentObservationId": span.get("parentSpanId") or None,
         "type": _type(attrs),
         "isRootObservation": not span.get("parentSpanId"),
-        "name": attrs.get("gen_ai.tool.name") or span["name"],
+        "name": _name(span["name"], attrs),
         "level": "ERROR" if error else "DEFAULT",
         "statusMessage": attrs.get("langfuse.observation.status_message") or status.get("message") or None,
         "environment": "default",

@@ -214,6 +214,42 @@ def test_openinference_calls_without_arguments_take_them_from_output_value() -> 
         assert model.requested_tools[0] == RequestedTool(name="transfer_to_b", call_id="call_1")
 
 
+def test_a_chat_completion_in_output_value_gives_the_calls_it_requested() -> None:
+    # LiteLLM's OpenInference span keeps the provider's whole response in `output.value`: its calls
+    # are read there when no `llm.output_messages.*` holds them (Langfuse deletes those).
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_subscription", "arguments": ARGS}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    completion = {
+        "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+    }
+    attributes = {"openinference.span.kind": "LLM", "output.value": json.dumps(completion)}
+    model = as_model(to_step(record("completion", attributes)))
+    assert model.requested_tools == (
+        RequestedTool(name="get_subscription", call_id="call_1", arguments_text=ARGS),
+    )
+
+
+def test_a_langchain_llm_result_in_output_value_gives_the_calls_it_requested() -> None:
+    # A LangChain chat model's OpenInference span keeps its LLMResult in `output.value`, the message
+    # serialized by LangChain: its calls are read there when no `llm.output_messages.*` holds them.
+    call = {"name": "get_subscription", "args": {"customer_id": "C023"}, "id": "call_1", "type": "tool_call"}
+    message = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "schema", "messages", "AIMessage"],
+        "kwargs": {"content": "", "type": "ai", "tool_calls": [call]},
+    }
+    generation = {"text": "", "generation_info": {"finish_reason": "tool_calls"}, "message": message}
+    result = {"generations": [[generation]], "type": "LLMResult"}
+    attributes = {"openinference.span.kind": "LLM", "output.value": json.dumps(result)}
+    model = as_model(to_step(record("ChatOpenAI", attributes)))
+    assert [(r.name, r.call_id, r.arguments_text) for r in model.requested_tools] == [
+        ("get_subscription", "call_1", ARGS)
+    ]
+    assert model.finish_reasons == ("tool_calls",)
+
+
 def test_litellm_calls_recorded_as_indexed_function_calls_beside_semconv_reasons() -> None:
     # LiteLLM's OpenTelemetry logger: `gen_ai.output.messages` keeps only the finish reason of a
     # response with calls; the calls are `gen_ai.completion.N.function_call.*`, one per call, no ids.

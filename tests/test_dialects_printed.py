@@ -65,6 +65,17 @@ def test_a_react_step_requests_its_next_tool() -> None:
     assert dspy.requested_tools("I should list the invoices.") == ()
 
 
+def test_a_react_step_in_output_value_alone_requests_its_next_tool() -> None:
+    # LiteLLM's span under DSPy with only ``output.value`` (no ``llm.output_messages.*``, as Langfuse
+    # keeps it): the sections start with "[" but are text, not JSON.
+    attributes = {"openinference.span.kind": "LLM", "output.value": REACT_STEP}
+    model = as_model(to_step(record("completion", attributes, scope="openinference.instrumentation.litellm")))
+    assert [(r.name, r.arguments_text) for r in model.requested_tools] == [
+        ("list_invoices", '{"customer_id": "C023"}')
+    ]
+    assert model.output_text == REACT_STEP
+
+
 def test_the_answer_and_the_users_message_are_their_sections() -> None:
     final = "[[ ## reasoning ## ]]\nDone.\n\n[[ ## answer ## ]]\nRefunded.\n\n[[ ## completed ## ]]"
     assert dspy.answer(final) == "Refunded."

@@ -27,9 +27,9 @@ from typing import Any
 
 import orjson
 
-from otel_traj.adapters.langfuse_io import restore_io
+from otel_traj.adapters.langfuse_io import restore_events, restore_io
 from otel_traj.dialects import langfuse
-from otel_traj.spanview import EMPTY, STATUS_ERROR, SpanView
+from otel_traj.spanview import EMPTY, STATUS_ERROR, SpanEvent, SpanView
 
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}")
@@ -91,10 +91,32 @@ def _text(value: Any) -> str | None:
     return orjson.dumps(value).decode()
 
 
+def _event_value(value: Any) -> Any:
+    """An event attribute as Langfuse decoded it back to an attribute value (a list of scalars is
+    an array)."""
+    if isinstance(value, list) and all(isinstance(v, str | bool | int | float) for v in value):
+        return tuple(value)
+    return value
+
+
+def _events(
+    attrs: Mapping[str, Any], value_in: str | None, value_out: str | None, at: int
+) -> tuple[SpanEvent, ...]:
+    """The per-message events Langfuse moved into the observation's input and output (their times
+    are not kept: the span's start)."""
+    found = restore_events(attrs, value_in, value_out)
+    if found is None:
+        return ()
+    return tuple(
+        SpanEvent(name=name, timestamp=at, attributes={k: _event_value(v) for k, v in attributes.items()})
+        for name, attributes in found
+    )
+
+
 def _attributes(
-    observation: Mapping[str, Any], name: str, problems: list[str], dropped: list[str]
-) -> tuple[dict[str, Any], Mapping[str, Any], str]:
-    """The span's attributes, resource and scope name."""
+    observation: Mapping[str, Any], name: str, start: int, problems: list[str], dropped: list[str]
+) -> tuple[dict[str, Any], Mapping[str, Any], str, tuple[SpanEvent, ...]]:
+    """The span's attributes, resource, scope name and the events Langfuse kept."""
     metadata = observation.get("metadata")
     if metadata is not None and not isinstance(metadata, Mapping):
         problems.append(f"observation {observation.get('id')}: metadata truncated")
@@ -102,19 +124,22 @@ def _attributes(
     metadata = metadata or EMPTY
     kept = metadata.get("attributes")
     if kept is None:
-        return langfuse.api_attributes(observation), EMPTY, ""
+        return langfuse.api_attributes(observation), EMPTY, "", ()
     attrs_in = _object(kept)
     if attrs_in is None:
         problems.append(f"observation {observation.get('id')}: attributes truncated")
-        return langfuse.api_attributes(observation), EMPTY, ""
+        return langfuse.api_attributes(observation), EMPTY, "", ()
     resource = {k: _attribute(v) for k, v in (_object(metadata.get("resourceAttributes")) or EMPTY).items()}
     scope = _object(metadata.get("scope")) or EMPTY
     scope_name = str(scope.get("name") or "")
     attrs = {k: _attribute(v) for k, v in attrs_in.items()}
-    restore_io(attrs, scope_name, name, _text(observation.get("input")), _text(observation.get("output")))
+    value_in, value_out = _text(observation.get("input")), _text(observation.get("output"))
+    events = _events(attrs, value_in, value_out, start) if scope_name != "ai" else ()
+    if not events:
+        restore_io(attrs, scope_name, name, value_in, value_out)
     if attrs.get("openinference.span.kind") == "LLM" and ("input.value" in attrs or "output.value" in attrs):
         dropped.append(name)
-    return attrs, resource, scope_name
+    return attrs, resource, scope_name, events
 
 
 def _view(observation: Mapping[str, Any], problems: list[str], dropped: list[str]) -> SpanView | None:
@@ -134,7 +159,7 @@ def _view(observation: Mapping[str, Any], problems: list[str], dropped: list[str
     ended = observation.get("endTime")
     if ended is None:
         problems.append(f"observation {ident} ({name}) has not ended")
-    attrs, resource, scope_name = _attributes(observation, name, problems, dropped)
+    attrs, resource, scope_name, events = _attributes(observation, name, start, problems, dropped)
     error = observation.get("level") == "ERROR"
     message = observation.get("statusMessage")
     return SpanView(
@@ -145,6 +170,7 @@ def _view(observation: Mapping[str, Any], problems: list[str], dropped: list[str
         start_ns=start,
         end_ns=timestamp_ns(str(ended)) if ended is not None else start,
         attributes=attrs,
+        events=events,
         status_code=STATUS_ERROR if error else 0,
         status_message=message if error and isinstance(message, str) else None,
         resource=resource,

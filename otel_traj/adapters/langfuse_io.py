@@ -8,6 +8,11 @@ recorded. :func:`restore_io` puts the two values back under the key the span's r
 names (its instrumentation scope, its vendor's kind key, its operation), so the dialects read them
 where the instrumentation wrote them. Flattened messages (``gen_ai.prompt.0.role``) that Langfuse
 nested into one object are flattened again.
+
+Before any attribute, Langfuse takes a span's per-message events (``gen_ai.system.message``,
+``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message``: the input, each event's
+attributes with ``role`` from its name; ``gen_ai.choice``: the output, one choice's attributes or a
+list of them) and drops every other event. :func:`restore_events` gives those events back.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from typing import Any
 import orjson
 
 _TOOL_OPERATION = "execute_tool"
+# The roles Langfuse names its input messages after the per-message events they came from.
+_EVENT_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_CHOICE = "gen_ai.choice"
 
 
 def _decoded(value: str) -> Any:
@@ -125,10 +133,54 @@ def restore_io(
         return
     decoded = _decoded(value_out) if scope_name == "ai" else None
     if isinstance(decoded, Mapping) and "tool_calls" in decoded:
-        # The Vercel AI SDK's text and requested calls, joined into one message by Langfuse.
+        # The Vercel AI SDK's text and requested calls, joined into one message by Langfuse (the
+        # calls as the attribute held them, JSON text; decoded by a server that parsed it).
+        calls = decoded["tool_calls"]
         attrs["ai.response.text"] = decoded.get("content") or ""
-        attrs["ai.response.toolCalls"] = orjson.dumps(decoded["tool_calls"]).decode()
+        attrs["ai.response.toolCalls"] = calls if isinstance(calls, str) else orjson.dumps(calls).decode()
     elif isinstance(decoded, list) and key_out == "ai.response.text":
         attrs["ai.response.toolCalls"] = value_out
     else:
         attrs[key_out] = value_out
+
+
+def _message_events(decoded: Any) -> list[tuple[str, dict[str, Any]]] | None:
+    """``(event name, attributes)`` of Langfuse's input made of per-message events, else None."""
+    if not isinstance(decoded, list) or not decoded:
+        return None
+    events: list[tuple[str, dict[str, Any]]] = []
+    for item in decoded:
+        if not isinstance(item, Mapping) or item.get("role") not in _EVENT_ROLES or "parts" in item:
+            return None
+        attributes = {k: v for k, v in item.items() if k != "role"}
+        events.append((f"gen_ai.{item['role']}.message", attributes))
+    return events
+
+
+def _choice_events(decoded: Any) -> list[tuple[str, dict[str, Any]]] | None:
+    """``(gen_ai.choice, attributes)`` of Langfuse's output made of choice events, else None: a
+    choice's attributes name no role (a message would) and hold its ``message`` or finish reason."""
+    choices = decoded if isinstance(decoded, list) else [decoded]
+    if not choices or not all(
+        isinstance(c, Mapping) and "role" not in c and ("message" in c or "finish_reason" in c)
+        for c in choices
+    ):
+        return None
+    return [(_CHOICE, dict(choice)) for choice in choices]
+
+
+def restore_events(
+    attrs: Mapping[str, Any], value_in: str | None, value_out: str | None
+) -> list[tuple[str, dict[str, Any]]] | None:
+    """The per-message events a GenAI span's ``input`` and ``output`` were taken from, ``(name,
+    attributes)`` in order, or None when they were not taken from events: an input of such messages,
+    with choices or nothing for output, on a span that names its GenAI operation or system (the
+    events' conventions). An output alone is left to the attributes: a value of some key may look
+    like a choice."""
+    if ("gen_ai.operation.name" not in attrs and "gen_ai.system" not in attrs) or value_in is None:
+        return None
+    messages = _message_events(_decoded(value_in))
+    choices = _choice_events(_decoded(value_out)) if value_out is not None else []
+    if messages is None or choices is None:
+        return None
+    return messages + choices

@@ -10,15 +10,24 @@ Langfuse deletes a model span's structured messages (``llm.input_messages.*``,
 ``llm.output_messages.*``) when it keeps ``input.value``. The tool calls a model requested are read
 from those messages; a run whose tool calls lack arguments, or that has none, cannot be told apart
 from one whose calls were lost: it is not fully read.
+
+Langfuse keeps no span events but the per-message ones it moves into an observation's input and
+output. A span whose dialect records something in its span events only
+(``dialects.declarations.recorded_in_events``: a framework's model calls or model messages) read
+without any event lost it: the run is not fully read.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from otel_traj.dialects.declarations import recorded_in_events
+
 if TYPE_CHECKING:
+    from otel_traj.spanview import SpanView
     from otel_traj.steps import ToolCall
     from otel_traj.trajectory import Trajectory
 
@@ -94,4 +103,19 @@ def message_problems(run: Trajectory, dropped_messages: int) -> list[str]:
         f"{what}, and Langfuse dropped the messages of {dropped_messages} model observations"
         " (llm.input_messages / llm.output_messages beside input.value): the calls they requested"
         " are not known"
+    ]
+
+
+def event_problems(views: Iterable[SpanView]) -> list[str]:
+    """A problem for each thing spans record in span events only, found on spans read without any
+    event (Langfuse kept none of them)."""
+    lost = Counter(
+        what
+        for view in views
+        if not view.events and (what := recorded_in_events(view.name, view.attributes)) is not None
+    )
+    return [
+        f"{what} are recorded in span events, which Langfuse does not keep ({count} observations read"
+        " without them)"
+        for what, count in lost.items()
     ]

@@ -2,8 +2,8 @@
 
 Each trace's observations become span views (``adapters.langfuse_api``) and a run through the same
 assembler and builder as files and the processor. A run read with problems (an observation not
-ended, metadata truncated, a parent missing) is marked not complete, its outcome ``incomplete``,
-and the problems are in its ``errors``: never a silent pass.
+ended, metadata truncated, a parent missing, what ``fidelity`` finds lost) is marked not complete,
+its outcome ``incomplete``, and the problems are in its ``errors``: never a silent pass.
 
 Where the next ``--since last`` starts (:attr:`Backfilled.cursor_ns`): the start of the first trace
 not handled (still running, or not read because reading failed), else that of the newest trace
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from otel_traj.adapters.langfuse_api import views_from_observations
-from otel_traj.backfill.fidelity import message_problems, settle_ties
+from otel_traj.backfill.fidelity import event_problems, message_problems, settle_ties
 from otel_traj.backfill.http import ReadError
 from otel_traj.offline import trajectories_from_views
 from otel_traj.progress import Progress
@@ -84,9 +84,15 @@ def read_langfuse_runs(
             if not runs:
                 out.skipped["no GenAI observations"] += 1
                 continue
+            lost = event_problems(views.views)
             for read in runs:
                 run, unsettled = settle_ties(read)
-                problems = [*views.problems, *unsettled, *message_problems(run, views.dropped_messages)]
+                problems = [
+                    *views.problems,
+                    *lost,
+                    *unsettled,
+                    *message_problems(run, views.dropped_messages),
+                ]
                 if problems:
                     run = incomplete(run, problems, "Langfuse")
                     out.incomplete += 1

@@ -2,13 +2,14 @@
 
 The builder, the assembler's configuration, versions and the checks read these and name no framework:
 trace-level keys to capture, the conversation keys, the prompt-version keys, the tools frameworks
-define to return structured output, the scaffolds around a model's answer, and the wrappers around a
-tool's returned value. A new dialect adds its own here, beside its module.
+define to return structured output, the scaffolds around a model's answer, the wrappers around a
+tool's returned value, and what spans record in their span events only (which a backend that keeps
+no events loses). A new dialect adds its own here, beside its module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from otel_traj.dialects import (
@@ -20,6 +21,7 @@ from otel_traj.dialects import (
     openinference,
     pydantic_ai,
     react,
+    semconv,
     traceloop,
 )
 
@@ -38,6 +40,12 @@ OUTPUT_TOOL_PREFIXES = pydantic_ai.OUTPUT_TOOL_PREFIXES
 # A model's text with a framework's scaffold around the answer (DSPy's sections, ReAct's Thought /
 # Answer) gives the answer; any other text is unchanged by each.
 ANSWER_SCAFFOLDS: tuple[Callable[[str], str], ...] = (dspy.answer, react.answer)
+# What a span (its name and attributes) records in its span events only, said for a reader, else
+# None: a source that keeps no span events (Langfuse) loses it.
+IN_EVENTS: tuple[Callable[[str, Mapping[str, Any]], str | None], ...] = (
+    llamaindex.model_calls_in_events,
+    semconv.strands_messages_in_events,
+)
 # A tool's returned value inside a framework's wrapper, as JSON data.
 RESULT_WRAPPERS: tuple[Callable[[Any], Any], ...] = (llamaindex.returned_value, adk.returned_value)
 
@@ -61,3 +69,8 @@ def returned_value(value: Any) -> Any:
         if unwrapped is not value:
             return unwrapped
     return value
+
+
+def recorded_in_events(name: str, attributes: Mapping[str, Any]) -> str | None:
+    """What the span records in its span events only (see ``IN_EVENTS``), else None."""
+    return next((what for read in IN_EVENTS if (what := read(name, attributes)) is not None), None)

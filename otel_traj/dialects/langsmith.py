@@ -157,7 +157,7 @@ def model_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Ou
         return None
     generations = data.get("generations")
     if isinstance(generations, list):
-        return _generations(generations, max_chars)
+        return generations_output(generations, max_chars)
     choices = data.get("choices")
     if isinstance(choices, list):
         found = [c for c in choices if isinstance(c, Mapping)]
@@ -168,7 +168,9 @@ def model_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Ou
     return assistant_output(_messages(data) or [_message(data)], max_chars)
 
 
-def _generations(generations: list[Any], max_chars: int) -> Output:
+def generations_output(generations: list[Any], max_chars: int) -> Output:
+    """The response in the generations of LangChain's ``LLMResult`` (LangSmith's outputs, and
+    OpenInference's ``output.value`` of a LangChain chat model)."""
     flat = [g for batch in generations for g in (batch if isinstance(batch, list) else [batch])]
     messages: list[Any] = []
     for generation in flat:

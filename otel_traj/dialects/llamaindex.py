@@ -105,6 +105,12 @@ def returned_value(value: Any) -> Any:
     return value
 
 
+def model_calls_in_events(name: str, attrs: Mapping[str, Any]) -> str | None:
+    """What a span of a LlamaIndex workflow run keeps in its span events only: its model calls (the
+    chat events, which make a span a model call)."""
+    return "LlamaIndex's model calls" if RUN_ID in attrs else None
+
+
 def recognize(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
     """A span of a workflow run is a model call when it holds a chat event, a tool call when it is a
     tool's ``call`` / ``acall`` inside the step that received a ``ToolCall``; the steps, the request

@@ -19,8 +19,8 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from otel_traj.dialects import operations, printed, react
-from otel_traj.dialects._base import clip_text, dumps, loads
+from otel_traj.dialects import langsmith, operations, printed, react
+from otel_traj.dialects._base import PARSE_LIMIT, clip_text, dumps, loads
 from otel_traj.dialects._messages import (
     ASSISTANT_ROLES,
     MAX_MESSAGES,
@@ -188,13 +188,16 @@ def _completed(tools: list[RequestedTool], other: Output | None) -> list[Request
 
 
 def _messages_of(value: Any) -> list[Any]:
-    """Messages of an ``input.value``/``output.value``: a list, ``{"messages": [...]}`` or a chat
-    generator's ``{"replies": [...]}``; printed messages (Haystack's) stay text, see ``_readable``."""
+    """Messages of an ``input.value``/``output.value``: a list, ``{"messages": [...]}``, a chat
+    generator's ``{"replies": [...]}`` or a chat completion's ``{"choices": [{"message": ...}]}`` (an
+    OpenAI response, LiteLLM's); printed messages (Haystack's) stay text, see ``_readable``."""
     data = loads(value) if isinstance(value, str) and value[:1] in ("[", "{") else None
     return _messages_in(data)
 
 
 def _messages_in(data: Any) -> list[Any]:
+    if isinstance(data, dict) and isinstance(choices := data.get("choices"), list):
+        return [c["message"] for c in choices if isinstance(c, dict) and isinstance(c.get("message"), dict)]
     if isinstance(data, dict):
         data = data.get("messages", data.get("replies", data))
     return as_messages(data) if isinstance(data, list | dict) else []
@@ -275,13 +278,19 @@ def value_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str
 
 
 def value_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
-    """A response in ``output.value``: messages when it is JSON, else the text itself."""
+    """A response in ``output.value``: messages when it is JSON, else the text itself (a text that
+    only starts as JSON would, DSPy's ``[[ ## next_thought ## ]]`` sections, is text)."""
     value = attrs.get("output.value")
     if value is None:
         return None
-    if _is_json(attrs, "output.mime_type") or (isinstance(value, str) and value[:1] in ("[", "{")):
-        messages = _readable(_messages_of(value), max_chars)
-        return assistant_output(messages, max_chars) if messages else None
+    json_mime = _is_json(attrs, "output.mime_type")
+    if json_mime or (isinstance(value, str) and value[:1] in ("[", "{")):
+        data = loads(value) if isinstance(value, str) and value[:1] in ("[", "{") else None
+        if isinstance(data, dict) and isinstance(generations := data.get("generations"), list):
+            return langsmith.generations_output(generations, max_chars)
+        if json_mime or data is not None or len(value) > PARSE_LIMIT:
+            messages = _readable(_messages_in(data), max_chars)
+            return assistant_output(messages, max_chars) if messages else None
     return content_text(value), (), ()
 
 

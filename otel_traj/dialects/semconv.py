@@ -51,6 +51,7 @@ INPUT = "gen_ai.input.messages"
 OUTPUT = "gen_ai.output.messages"
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system")
+STRANDS_PROVIDER = "strands-agents"
 # Providers that serve Gemini models: their ``tool_call_response`` parts are the function responses
 # as the Gemini API takes them, where an ``error`` key reports a failure (``_results._failed``). The
 # conventions' values and the older ``gemini`` / ``vertex_ai`` (OpenTelemetry's google-genai
@@ -94,14 +95,28 @@ def tool_definitions(attrs: Mapping[str, Any], max_chars: int) -> tuple[tuple[st
     return tuple(found)
 
 
+def _strands(attrs: Mapping[str, Any]) -> bool:
+    return any(attrs.get(key) == STRANDS_PROVIDER for key in PROVIDER_KEYS)
+
+
+def strands_messages_in_events(name: str, attrs: Mapping[str, Any]) -> str | None:
+    """What a Strands model call keeps in its span events only: its messages (the per-message events,
+    or ``operation.details`` with the latest conventions), when no attribute holds them."""
+    if (
+        attrs.get(OPERATION) in MODEL_OPERATIONS
+        and _strands(attrs)
+        and INPUT not in attrs
+        and OUTPUT not in attrs
+    ):
+        return "Strands' model messages (the calls the model requested)"
+    return None
+
+
 def strands_result(value: Any, attrs: Mapping[str, Any]) -> Any:
     """A Strands tool result without its content-block wrapper."""
     if not isinstance(value, str) or not value.startswith(_STRANDS_TEXT_BLOCKS):
         return value
-    if (
-        attrs.get("gen_ai.provider.name") == "strands-agents"
-        or attrs.get("gen_ai.system") == "strands-agents"
-    ):
+    if _strands(attrs):
         return content_text(value) or value
     return value
 
