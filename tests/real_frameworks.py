@@ -129,7 +129,7 @@ def run_files(framework: str, scenario: str, ext: str = "otlp.pb") -> list[Path]
 # Runs of other scenarios than the support agent's, one folder deeper (``retrieval/<framework>/``):
 # the suites that hold every recording to what its spans say (not to the support scenario's facts)
 # read them too.
-OTHER_SCENARIOS = ("retrieval",)
+OTHER_SCENARIOS = ("retrieval", "memory")
 
 
 def recorded_traces(ext: str = "otlp.pb") -> list[Path]:

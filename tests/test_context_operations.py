@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from otel_traj import checks
 from otel_traj.dialects import read_span, to_step
 from otel_traj.dialects.operations import TABLE
@@ -20,6 +22,7 @@ from otel_traj.policy.suggest_rules import argument_schemas
 from otel_traj.redact import Redactor
 from otel_traj.reports.html import render_html
 from otel_traj.serialize import trajectory_to_dict, verdict_to_dict
+from otel_traj.spanview import SpanView
 from otel_traj.steps import ContextOperation, ModelCall
 from otel_traj.trajectory import Trajectory
 from tests.agent_spans import trajectory_under_agent
@@ -116,6 +119,52 @@ def test_context_text_is_bounded() -> None:
 
 def test_a_retrieval_without_documents_or_query_is_no_step() -> None:
     assert to_step(record("retrieval kb", {"gen_ai.operation.name": "retrieval"})) is None
+
+
+def _loongsuite(method: str, **content: str) -> SpanView:
+    """A memory span as LoongSuite's util-genai records it: its own operation, the method apart."""
+    attributes = {
+        "gen_ai.operation.name": "memory_operation",
+        "gen_ai.memory.operation": method,
+        "gen_ai.memory.user_id": "C023",
+        **{f"gen_ai.memory.{key}.messages": value for key, value in content.items()},
+    }
+    return record(f"memory_operation {method}", attributes)
+
+
+@pytest.mark.parametrize(
+    ("method", "operation"),
+    [
+        ("search", "search_memory"),
+        ("get_all", "search_memory"),
+        ("history", "search_memory"),
+        ("add", "create_memory"),
+        ("batch_update", "update_memory"),
+        ("delete_all", "delete_memory"),
+    ],
+)
+def test_a_loongsuite_memory_method_is_the_operation_it_performs(method: str, operation: str) -> None:
+    step = to_step(_loongsuite(method, input="customer C023", output="{'results': [{'memory': 'INV-2041'}]}"))
+    assert isinstance(step, ContextOperation) and step.operation == operation
+    assert step.text == "{'results': [{'memory': 'INV-2041'}]}"
+    # The input is a read's query; a write's input is what it wrote, no query.
+    assert step.query == ("customer C023" if operation == "search_memory" else None)
+
+
+def test_a_loongsuite_write_without_a_result_keeps_what_it_wrote() -> None:
+    step = to_step(_loongsuite("update", input="Invoice INV-2041 refunded"))
+    assert isinstance(step, ContextOperation) and step.writes
+    assert (step.operation, step.text) == ("update_memory", "Invoice INV-2041 refunded")
+    deleted = to_step(_loongsuite("delete"))
+    assert isinstance(deleted, ContextOperation) and (deleted.operation, deleted.text) == (
+        "delete_memory",
+        None,
+    )
+
+
+def test_a_loongsuite_read_without_content_or_an_unknown_method_is_no_step() -> None:
+    assert to_step(_loongsuite("search")) is None
+    assert to_step(_loongsuite("summarize", input="customer C023", output="...")) is None
 
 
 def _retriever(**more: Any) -> dict[str, Any]:

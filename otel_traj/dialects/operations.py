@@ -22,6 +22,11 @@ OpenInference ``RETRIEVER`` or ``RERANKER`` span without documents is no step: L
 (``_aretrieve``) in every retrieval, recording the query object and the documents' reprs, and the
 outer one holds what the search returned.
 
+LoongSuite's util-genai records a memory store's methods under an operation of its own,
+``memory_operation``, the method in ``gen_ai.memory.operation``: each method is read as the
+conventions' operation it performs (``loongsuite``), what it returned from
+``gen_ai.memory.output.messages``, a search's query from ``gen_ai.memory.input.messages``.
+
 A read that records neither what it returned nor what it asked for gives a check nothing: it is no
 step, as before these operations were read.
 """
@@ -31,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects import documents, genkit, langfuse, langsmith, mlflow, traceloop
+from otel_traj.dialects import documents, genkit, langfuse, langsmith, loongsuite, mlflow, traceloop
 from otel_traj.dialects._base import as_str, clip, clip_text, span_error
 from otel_traj.dialects.sources import Source, attribute, first_of
 from otel_traj.dialects.vocabulary import NOT_A_STEP, Meaning, Refine
@@ -70,6 +75,8 @@ def reranker(view: SpanView, attrs: Mapping[str, Any]) -> Meaning:
 TEXT: tuple[Source, ...] = (
     attribute(DOCUMENTS),
     attribute(RECORDS),
+    attribute(loongsuite.OUTPUT, note="LoongSuite"),
+    Source(f"`{loongsuite.INPUT}` (LoongSuite write)", loongsuite.written, trigger=loongsuite.INPUT),
     Source(f"`{FLAT_DOCUMENTS}N.document.*` (OpenInference)", flat_documents),
     Source(f"`{RERANKED}N.document.*` (OpenInference reranker)", reranked),
     Source(f"`{langfuse.OUTPUT}` (Langfuse retriever)", langfuse.retrieved, trigger=langfuse.OUTPUT),
@@ -82,6 +89,7 @@ TEXT: tuple[Source, ...] = (
 QUERY: tuple[Source, ...] = (
     attribute("gen_ai.retrieval.query.text"),
     attribute("gen_ai.memory.query.text"),
+    Source(f"`{loongsuite.INPUT}` (LoongSuite read)", loongsuite.query, trigger=loongsuite.INPUT),
     attribute("reranker.query", note="OpenInference reranker"),
     attribute("input.value", note="OpenInference"),
     Source(f"`{langfuse.INPUT}` (Langfuse retriever)", langfuse.retrieval_query, trigger=langfuse.INPUT),
@@ -118,15 +126,38 @@ def _write(view: SpanView, attrs: Mapping[str, Any]) -> Meaning | None:
     return "context"
 
 
+def _loongsuite(view: SpanView, attrs: Mapping[str, Any]) -> Meaning | None:
+    """LoongSuite's ``memory_operation``: its method's operation; a read that records neither its
+    input nor its output is no step; a method it does not list says nothing."""
+    found = loongsuite.operation(attrs)
+    if found is None:
+        return None
+    if found in WRITES:
+        return "context"
+    return "context" if loongsuite.INPUT in attrs or loongsuite.OUTPUT in attrs else NOT_A_STEP
+
+
 def meanings() -> dict[str, Meaning | Refine]:
-    """What the conventions' operation says for each of these operations (``semconv.VOCABULARY``)."""
-    return {**dict.fromkeys(READS, _read), **dict.fromkeys(WRITES, _write)}
+    """What the conventions' operation says for each of these operations (``semconv.VOCABULARY``),
+    and LoongSuite's ``memory_operation`` for the one its method performs."""
+    return {
+        **dict.fromkeys(READS, _read),
+        **dict.fromkeys(WRITES, _write),
+        loongsuite.OPERATION_VALUE: _loongsuite,
+    }
+
+
+def _operation(attrs: Mapping[str, Any]) -> str:
+    """The operation a context span performs: the conventions' it names, LoongSuite's method's, or
+    (a dialect's retriever kind, which names none) a retrieval."""
+    found = as_str(attrs.get(OPERATION))
+    if found == loongsuite.OPERATION_VALUE:
+        return loongsuite.operation(attrs) or "retrieval"
+    return found if found is not None and (found in READS or found in WRITES) else "retrieval"
 
 
 def context_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars: int) -> ContextOperation:
-    # A span that says no operation of these (a dialect's retriever kind) is a retrieval.
-    found = as_str(attrs.get(OPERATION))
-    operation = found if found is not None and (found in READS or found in WRITES) else "retrieval"
+    operation = _operation(attrs)
     text, truncated = clip(first_of(TEXT, view, attrs, max_chars), max_chars)
     ok, error_type, _ = span_error(view, attrs)
     return ContextOperation(
