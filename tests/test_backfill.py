@@ -46,10 +46,10 @@ NOT_FULLY_READ = {
 # Langfuse SDK's own spans, whose typed fields are all it wrote), 115 are not fully read (109 whose
 # runs are marked so; 6 traces in which no GenAI observation is recognized, skipped with that reason:
 # Genkit's, Haystack's and LlamaIndex's own integrations), none differs. Read from the typed fields
-# alone, without saying so, 44 would equal grade's verdict and 72 differ silently (tool names from
-# span names, failures not recorded as a level, requested calls and token kinds only in attributes):
-# nothing the events table gives back names the instrumentation, so no other span's typed fields are
-# trusted.
+# alone, without saying so, 53 would equal grade's verdict, 3 be not fully read for other reasons and
+# 63 differ or go missing silently (tool names from span names, failures not recorded as a level,
+# requested calls and token kinds only in attributes; runs of one framework on both sides): nothing
+# the events table gives back names the instrumentation, so no other span's typed fields are trusted.
 EQUAL_WITHOUT_ATTRIBUTES = {
     "langfuse_sdk/clean", "langfuse_sdk/violating", "langgraph_langfuse/clean",
     "langgraph_langfuse/violating",
