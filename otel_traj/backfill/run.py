@@ -3,8 +3,8 @@
 Each trace's observations become span views (``adapters.langfuse_api``) and a run through the same
 assembler and builder as files and the processor. A run read with problems (an observation not
 ended, metadata truncated, a parent missing, span attributes the server did not keep, what
-``fidelity`` finds lost) is marked not complete,
-its outcome ``incomplete``, and the problems are in its ``errors``: never a silent pass.
+``fidelity`` finds lost) is marked not complete, its outcome ``incomplete``, and the problems are
+in its ``errors``: never a silent pass.
 
 Where the next ``--since last`` starts (:attr:`Backfilled.cursor_ns`): the start of the first trace
 not handled (still running, or not read because reading failed), else that of the newest trace
