@@ -66,6 +66,24 @@ _USAGE_KEYS = {
     "completion": "output",
 }
 _METADATA_PREFIXES = ("langfuse.observation.metadata", "langfuse.trace.metadata", "langfuse.metadata")
+# The Vercel AI SDK's telemetry metadata keys ``extractMetadata`` leaves to the trace's fields.
+_TRACE_KEYS = {f"ai.telemetry.metadata.{k}" for k in ("userId", "sessionId", "tags", "langfusePrompt")}
+# ``extractSessionId`` and ``extractUserId``'s keys, in their order.
+_SESSION_KEYS = (
+    "langfuse.session.id",
+    "session.id",
+    "gen_ai.conversation.id",
+    "langfuse.observation.metadata.langfuse_session_id",
+    "langfuse.trace.metadata.langfuse_session_id",
+    "ai.telemetry.metadata.sessionId",
+)
+_USER_KEYS = (
+    "langfuse.user.id",
+    "user.id",
+    "langfuse.observation.metadata.langfuse_user_id",
+    "langfuse.trace.metadata.langfuse_user_id",
+    "ai.telemetry.metadata.userId",
+)
 
 
 def _vercel(attrs: dict[str, Any], prefixes: tuple[str, ...]) -> bool:
@@ -155,12 +173,20 @@ def _first(attrs: dict[str, Any], *keys: str) -> str | None:
 
 
 def _metadata(attrs: dict[str, Any], resource: dict[str, Any], scope: dict[str, Any]) -> dict[str, Any]:
-    """``resourceAttributes``, ``scopeAttributes`` and ``extractMetadata``'s keys, each a string."""
+    """``resourceAttributes``, ``scopeAttributes`` and ``extractMetadata``'s keys (of the observation
+    and of the trace: a JSON object under the prefix itself, then each prefixed key; the Vercel AI
+    SDK's tools), each a string."""
     metadata: dict[str, Any] = {"resourceAttributes": resource, "scopeAttributes": _attrs(scope)}
+    for prefix in _METADATA_PREFIXES:
+        whole = attrs.get(prefix)
+        if isinstance(whole, str) and whole[:1] == "{":
+            metadata.update(json.loads(whole))
     for key, value in attrs.items():
         for prefix in (*_METADATA_PREFIXES, "ai.telemetry.metadata"):
-            if key.startswith(prefix + ".") and not key.startswith("ai.telemetry.metadata.lang"):
+            if key.startswith(prefix + ".") and key not in _TRACE_KEYS:
                 metadata[key[len(prefix) + 1 :]] = value
+    if attrs.get("ai.prompt.tools"):
+        metadata["tools"] = attrs["ai.prompt.tools"]
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in metadata.items()}
 
 
@@ -187,8 +213,8 @@ def event_observation(
         "level": attrs.get("langfuse.observation.level") or ("ERROR" if error else "DEFAULT"),
         "statusMessage": attrs.get("langfuse.observation.status_message") or status.get("message") or None,
         "environment": "default",
-        "sessionId": _first(attrs, "langfuse.session.id", "session.id", "gen_ai.conversation.id"),
-        "userId": _first(attrs, "langfuse.user.id", "user.id"),
+        "sessionId": _first(attrs, *_SESSION_KEYS),
+        "userId": _first(attrs, *_USER_KEYS),
         "input": _text(value_in),
         "output": _text(value_out),
         "metadata": _metadata(attrs, resource, scope),
