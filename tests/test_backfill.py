@@ -1,7 +1,8 @@
 """otel-traj backfill --from langfuse against the test Langfuse server: runs recorded by real
 frameworks, stored as Langfuse's OpenTelemetry ingestion stores them, backfilled into the same
-verdicts as grading their OTLP files; pages, rate limits, 5xx, an interrupted run resumed with
-``--since last``, and a second backfill that adds no score."""
+verdicts as grading their OTLP files (given back by a server that keeps no span attributes: the same
+verdicts, or runs that say they were not fully read); pages, rate limits, 5xx, an interrupted run
+resumed with ``--since last``, and a second backfill that adds no score."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from otel_traj.backfill.fidelity import ATTRIBUTES_NOT_KEPT
 from otel_traj.backfill.http import PoliteClient
 from otel_traj.backfill.langfuse import LangfuseReader, TraceFilter
 from otel_traj.backfill.run import read_langfuse_runs
@@ -20,6 +22,7 @@ from otel_traj.offline import grade_runs, offline_config, read_runs
 from otel_traj.policy import load_policy
 from otel_traj.sinks.store_cursors import read_cursor
 from otel_traj.verdict import Verdict
+from tests.langfuse_events import event_observations_from_otlp
 from tests.langfuse_reads import observations_from_otlp
 from tests.langfuse_server import LangfuseTestServer
 from tests.real_frameworks import recorded_traces
@@ -37,6 +40,19 @@ FILES = recorded_traces("otlp.json")
 NOT_FULLY_READ = {
     "beeai_openinference/clean", "llamaindex_otel/clean", "llamaindex_otel/violating", "strands_latest/clean",
     "strands_latest/violating",
+}  # fmt: skip
+# Given back by a server that writes observations to its events table (no span attributes, only the
+# typed fields; tests/langfuse_events.py), the 119 recorded runs: 4 backfill to grade's verdict (the
+# Langfuse SDK's own spans, whose typed fields are all it wrote), 115 are not fully read (109 whose
+# runs are marked so; 6 traces in which no GenAI observation is recognized, skipped with that reason:
+# Genkit's, Haystack's and LlamaIndex's own integrations), none differs. Read from the typed fields
+# alone, without saying so, 53 would equal grade's verdict, 3 be not fully read for other reasons and
+# 63 differ or go missing silently (tool names from span names, failures not recorded as a level,
+# requested calls and token kinds only in attributes; runs of one framework on both sides): nothing
+# the events table gives back names the instrumentation, so no other span's typed fields are trusted.
+EQUAL_WITHOUT_ATTRIBUTES = {
+    "langfuse_sdk/clean", "langfuse_sdk/violating", "langgraph_langfuse/clean",
+    "langgraph_langfuse/violating",
 }  # fmt: skip
 POLICY = load_policy(EXAMPLE_POLICY)
 
@@ -59,9 +75,11 @@ def _key(verdict: Verdict) -> tuple[Any, ...]:
     )
 
 
-def _stored(server: LangfuseTestServer, *paths: Path) -> None:
+def _stored(server: LangfuseTestServer, *paths: Path, events_table: bool = False) -> None:
+    """Stores each file's spans as Langfuse's ingestion does, or as its events table gives them back."""
+    stored = event_observations_from_otlp if events_table else observations_from_otlp
     for path in paths:
-        server.reads.add(observations_from_otlp(json.loads(path.read_text())))
+        server.reads.add(stored(json.loads(path.read_text())))
 
 
 def _reader(server: LangfuseTestServer, page_size: int = 100, **client: Any) -> LangfuseReader:
@@ -85,6 +103,27 @@ def test_backfilled_runs_equal_the_same_runs_graded_from_otlp(path: Path) -> Non
             assert any(e.startswith("not fully read from Langfuse: ") for e in verdict.trajectory.errors)
         return
     assert [_key(v) for v in backfilled] == [_key(v) for v in expected]
+
+
+@pytest.mark.parametrize("path", FILES, ids=_name)
+def test_runs_without_span_attributes_equal_grades_verdict_or_say_they_are_not_fully_read(path: Path) -> None:
+    expected = grade_runs(read_runs([path], policy=POLICY).trajectories, policy=POLICY).verdicts
+    with LangfuseTestServer().running() as server:
+        _stored(server, path, events_table=True)
+        read = read_langfuse_runs(_reader(server), TraceFilter(), limit=None, config=offline_config(POLICY))
+    assert read.failure is None
+    backfilled = grade_runs(read.runs, policy=POLICY).verdicts
+    if _name(path) in EQUAL_WITHOUT_ATTRIBUTES:
+        assert [_key(v) for v in backfilled] == [_key(v) for v in expected]
+        return
+    if not backfilled:
+        assert read.skipped == {ATTRIBUTES_NOT_KEPT: len({v.trajectory.trace_hex for v in expected})}
+        return
+    assert read.incomplete == len(backfilled)
+    for verdict in backfilled:
+        assert not verdict.trajectory.complete and verdict.outcome != "pass"
+        (error,) = [e for e in verdict.trajectory.errors if e.startswith("not fully read from Langfuse: ")]
+        assert ATTRIBUTES_NOT_KEPT in error
 
 
 def test_traces_are_listed_over_several_pages_and_each_read_once() -> None:

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from otel_traj.adapters.langfuse_api import views_from_observations
-from otel_traj.backfill.fidelity import event_problems
+from otel_traj.backfill.fidelity import ATTRIBUTES_NOT_KEPT, attribute_problems, event_problems
 from otel_traj.dialects import read_span
 from otel_traj.spanview import SpanEvent, SpanView
 from otel_traj.steps import ToolCall
@@ -116,3 +116,29 @@ def test_the_vercel_ai_sdks_text_and_calls_langfuse_joined_into_one_message_are_
         "Let me look.",
         calls,
     )
+
+
+def test_spans_of_other_instrumentations_given_back_without_their_attributes_are_counted() -> None:
+    # A server writing to its events table keeps the resource and the scope's attributes, never the
+    # span's: the observation is read from its typed fields, and counted.
+    resource = {"service.name": "support-agent"}
+    other = _observation(TOOL, {"customer_id": "C023"}, {"plan": "pro"})
+    other["type"] = "TOOL"
+    other["metadata"] = {"resourceAttributes": json.dumps(resource), "scopeAttributes": "{}"}
+    # The Langfuse SDK's spans (its tracer's scope carries public_key, or the scope is named) and
+    # observations not ingested over OTLP wrote nothing but their typed fields.
+    sdk_events = {
+        **other,
+        "metadata": {"resourceAttributes": resource, "scopeAttributes": {"public_key": "pk"}},
+    }
+    sdk_ingested = {**other, "metadata": {"resourceAttributes": resource, "scope": {"name": "langfuse-sdk"}}}
+    native = {**other, "metadata": {"user_tier": "pro"}}
+    read = views_from_observations([other, sdk_events, sdk_ingested, native])
+    assert read.without_attributes == 1 and not read.problems
+    step, _ = read_span(read.views[0])
+    assert isinstance(step, ToolCall) and step.name == "get_subscription"
+    assert attribute_problems(read.without_attributes) == [
+        f"{ATTRIBUTES_NOT_KEPT} (1 observations ingested over OpenTelemetry read from their typed"
+        " fields only)"
+    ]
+    assert not attribute_problems(0)

@@ -9,8 +9,13 @@ JSON-encoded to text), the resource's in ``metadata.resourceAttributes`` and the
 for what Langfuse does not keep: span events (other than the messages it moved into ``input``), the
 span kind, times finer than it stores, and the attributes its ingestion deletes.
 
-An observation without ``metadata.attributes`` (the Langfuse SDK's own spans, or a server that keeps
-none) is read from its typed fields through the Langfuse dialect (``dialects.langfuse.api_attributes``).
+An observation without ``metadata.attributes`` is read from its typed fields through the Langfuse
+dialect (``dialects.langfuse.api_attributes``). For the Langfuse SDK's own spans (its scope
+``langfuse-sdk``, or the ``public_key`` attribute its tracer's scope carries) and observations not
+ingested over OTLP, the typed fields are what was written. A span of any other instrumentation
+ingested over OTLP (its metadata keeps the resource or the scope) came back without its attributes:
+a server that writes observations to its events table (``processToEvent``) keeps none.
+:attr:`ObservationViews.without_attributes` counts them (``backfill.fidelity.attribute_problems``).
 
 What cannot be read faithfully is listed in :attr:`ObservationViews.problems`: an id that is not an
 OpenTelemetry id, an observation not ended, metadata Langfuse truncated (not an object), a parent
@@ -34,6 +39,11 @@ from otel_traj.spanview import EMPTY, STATUS_ERROR, SpanEvent, SpanView
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# The Langfuse SDK's instrumentation scope (``langfuse-sdk``; its tracer's scope carries ``public_key``).
+LANGFUSE_SDK_SCOPE = "langfuse-sdk"
+# What an observation lost, as ``_attributes`` notes it.
+MESSAGES_DROPPED = "messages"
+ATTRIBUTES_MISSING = "attributes"
 
 
 @dataclass(slots=True)
@@ -46,6 +56,9 @@ class ObservationViews:
     # Langfuse deleted (it keeps ``input.value`` / ``output.value`` instead): the tool calls those
     # messages requested are not known.
     dropped_messages: int = 0
+    # Observations of other instrumentations ingested over OTLP that came back without the span's
+    # attributes: read from their typed fields only.
+    without_attributes: int = 0
 
 
 def timestamp_ns(value: str) -> int:
@@ -113,8 +126,18 @@ def _events(
     )
 
 
+def _without_attributes(metadata: Mapping[str, Any]) -> bool:
+    """Whether an observation without kept attributes was a span of another instrumentation than
+    the Langfuse SDK, ingested over OTLP: its metadata keeps the resource or the scope."""
+    scope = _object(metadata.get("scope")) or EMPTY
+    scope_attributes = _object(metadata.get("scopeAttributes")) or EMPTY
+    if str(scope.get("name") or "").startswith(LANGFUSE_SDK_SCOPE) or "public_key" in scope_attributes:
+        return False
+    return any(key in metadata for key in ("resourceAttributes", "scopeAttributes", "scope"))
+
+
 def _attributes(
-    observation: Mapping[str, Any], name: str, start: int, problems: list[str], dropped: list[str]
+    observation: Mapping[str, Any], name: str, start: int, problems: list[str], lost: list[str]
 ) -> tuple[dict[str, Any], Mapping[str, Any], str, tuple[SpanEvent, ...]]:
     """The span's attributes, resource, scope name and the events Langfuse kept."""
     metadata = observation.get("metadata")
@@ -124,6 +147,8 @@ def _attributes(
     metadata = metadata or EMPTY
     kept = metadata.get("attributes")
     if kept is None:
+        if _without_attributes(metadata):
+            lost.append(ATTRIBUTES_MISSING)
         return langfuse.api_attributes(observation), EMPTY, "", ()
     attrs_in = _object(kept)
     if attrs_in is None:
@@ -138,11 +163,11 @@ def _attributes(
     if not events:
         restore_io(attrs, scope_name, name, value_in, value_out)
     if attrs.get("openinference.span.kind") == "LLM" and ("input.value" in attrs or "output.value" in attrs):
-        dropped.append(name)
+        lost.append(MESSAGES_DROPPED)
     return attrs, resource, scope_name, events
 
 
-def _view(observation: Mapping[str, Any], problems: list[str], dropped: list[str]) -> SpanView | None:
+def _view(observation: Mapping[str, Any], problems: list[str], lost: list[str]) -> SpanView | None:
     ident, trace = observation.get("id"), observation.get("traceId")
     if not isinstance(ident, str) or not _SPAN_ID.fullmatch(ident):
         problems.append(f"observation {ident}: not an OpenTelemetry span id")
@@ -159,7 +184,7 @@ def _view(observation: Mapping[str, Any], problems: list[str], dropped: list[str
     ended = observation.get("endTime")
     if ended is None:
         problems.append(f"observation {ident} ({name}) has not ended")
-    attrs, resource, scope_name, events = _attributes(observation, name, start, problems, dropped)
+    attrs, resource, scope_name, events = _attributes(observation, name, start, problems, lost)
     error = observation.get("level") == "ERROR"
     message = observation.get("statusMessage")
     return SpanView(
@@ -181,12 +206,13 @@ def _view(observation: Mapping[str, Any], problems: list[str], dropped: list[str
 def views_from_observations(observations: Sequence[Mapping[str, Any]]) -> ObservationViews:
     """The views of one trace's observations (as the API returns them: JSON objects)."""
     out = ObservationViews()
-    dropped: list[str] = []
+    lost: list[str] = []
     for observation in observations:
-        view = _view(observation, out.problems, dropped)
+        view = _view(observation, out.problems, lost)
         if view is not None:
             out.views.append(view)
-    out.dropped_messages = len(dropped)
+    out.dropped_messages = lost.count(MESSAGES_DROPPED)
+    out.without_attributes = lost.count(ATTRIBUTES_MISSING)
     present = {view.span_id for view in out.views}
     for view in out.views:
         if view.parent_id is not None and view.parent_id not in present:

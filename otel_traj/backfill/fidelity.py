@@ -11,6 +11,12 @@ Langfuse deletes a model span's structured messages (``llm.input_messages.*``,
 from those messages; a run whose tool calls lack arguments, or that has none, cannot be told apart
 from one whose calls were lost: it is not fully read.
 
+A Langfuse server that writes observations to its events table (``processToEvent``, the table newer
+servers read observations from) keeps none of a span's attributes, only the typed fields it derived
+from them (type, name, input, output, model, usage, level). What a dialect reads from the attributes
+(operations, tool call ids, the requested calls of a model turn, token kinds, a framework's own
+keys) is not there: a run with such an observation is not fully read.
+
 Langfuse keeps no span events but the per-message ones it moves into an observation's input and
 output. A span whose dialect records something in its span events only
 (``dialects.declarations.recorded_in_events``: a framework's model calls or model messages) read
@@ -103,6 +109,19 @@ def message_problems(run: Trajectory, dropped_messages: int) -> list[str]:
         f"{what}, and Langfuse dropped the messages of {dropped_messages} model observations"
         " (llm.input_messages / llm.output_messages beside input.value): the calls they requested"
         " are not known"
+    ]
+
+
+ATTRIBUTES_NOT_KEPT = "span attributes not kept by this Langfuse server"
+
+
+def attribute_problems(without_attributes: int) -> list[str]:
+    """A problem when observations ingested over OTLP came back without their span's attributes."""
+    if not without_attributes:
+        return []
+    return [
+        f"{ATTRIBUTES_NOT_KEPT} ({without_attributes} observations ingested over OpenTelemetry read"
+        " from their typed fields only)"
     ]
 
 

@@ -25,7 +25,7 @@ OBSERVATIONS = "api/public/v2/observations"
 # Field groups of a trace's observations: ids and times, names and levels, input and output,
 # metadata (the OTel attributes), model and usage.
 FIELDS = "core,basic,time,io,metadata,model,usage"
-EXPANDED_METADATA = "attributes,resourceAttributes,scope"
+EXPANDED_METADATA = "attributes,resourceAttributes,scope,scopeAttributes"
 MAX_PAGE = 1000
 
 

@@ -2,8 +2,9 @@
 
 Each trace's observations become span views (``adapters.langfuse_api``) and a run through the same
 assembler and builder as files and the processor. A run read with problems (an observation not
-ended, metadata truncated, a parent missing, what ``fidelity`` finds lost) is marked not complete,
-its outcome ``incomplete``, and the problems are in its ``errors``: never a silent pass.
+ended, metadata truncated, a parent missing, span attributes the server did not keep, what
+``fidelity`` finds lost) is marked not complete, its outcome ``incomplete``, and the problems are
+in its ``errors``: never a silent pass.
 
 Where the next ``--since last`` starts (:attr:`Backfilled.cursor_ns`): the start of the first trace
 not handled (still running, or not read because reading failed), else that of the newest trace
@@ -17,7 +18,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from otel_traj.adapters.langfuse_api import views_from_observations
-from otel_traj.backfill.fidelity import event_problems, message_problems, settle_ties
+from otel_traj.backfill.fidelity import (
+    ATTRIBUTES_NOT_KEPT,
+    attribute_problems,
+    event_problems,
+    message_problems,
+    settle_ties,
+)
 from otel_traj.backfill.http import ReadError
 from otel_traj.offline import trajectories_from_views
 from otel_traj.progress import Progress
@@ -82,9 +89,10 @@ def read_langfuse_runs(
             views = views_from_observations(observations)
             runs = trajectories_from_views(views.views, config)
             if not runs:
-                out.skipped["no GenAI observations"] += 1
+                # Without the spans' attributes, no GenAI observation may only mean none was recognized.
+                out.skipped[ATTRIBUTES_NOT_KEPT if views.without_attributes else "no GenAI observations"] += 1
                 continue
-            lost = event_problems(views.views)
+            lost = [*event_problems(views.views), *attribute_problems(views.without_attributes)]
             for read in runs:
                 run, unsettled = settle_ties(read)
                 problems = [

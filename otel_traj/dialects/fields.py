@@ -40,6 +40,7 @@ from otel_traj.steps import StepKind
 
 _TRACELOOP_TOOL = equals(traceloop.KIND, "tool")
 _TRACELOOP_ENTITY = equals(traceloop.KIND, "agent", "workflow")
+_LANGSMITH_FAILURES = f"`{langsmith.INPUTS}` (LangSmith: ToolMessage `status: error`)"
 _LLAMAINDEX_MESSAGES = (
     f"events `{llamaindex.CHAT_END}` / `{llamaindex.CHAT_START}` → `messages` (LlamaIndex's own integration)"
 )
@@ -264,6 +265,7 @@ MODEL_TOOL_RESULTS: tuple[Source, ...] = (
     Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_tool_results, trigger=mlflow.INPUTS),
     Source(f"`{genkit.INPUT}` (Genkit)", genkit.request_tool_results, trigger=genkit.INPUT),
     Source(_LLAMAINDEX_MESSAGES, llamaindex.request_tool_results, trigger=llamaindex.RUN_ID),
+    Source(f"`{langfuse.INPUT}` (Langfuse generations)", langfuse.request_results, trigger=langfuse.INPUT),
     Source("events `gen_ai.tool.message` / `gen_ai.user.message`", semconv.events_results),
 )
 
@@ -274,12 +276,9 @@ MODEL_FAILED_RESULTS: tuple[Source, ...] = (
     Source(f"`{semconv.INPUT}`", semconv.input_failures, trigger=semconv.INPUT),
     Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.INPUT}`", semconv.details_failures),
     Source("`input.value` (OpenInference)", openinference.value_failures, trigger="input.value"),
-    Source(
-        f"`{langsmith.INPUTS}` (LangSmith: ToolMessage `status: error`)",
-        langsmith.request_failures,
-        trigger=langsmith.INPUTS,
-    ),
+    Source(_LANGSMITH_FAILURES, langsmith.request_failures, trigger=langsmith.INPUTS),
     Source(f"`{mlflow.INPUTS}` (MLflow)", mlflow.request_failed_results, trigger=mlflow.INPUTS),
+    Source(f"`{langfuse.INPUT}` (Langfuse generations)", langfuse.request_failures, trigger=langfuse.INPUT),
     Source("events `gen_ai.user.message`", semconv.events_failures),
 )
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from otel_traj.dialects import documents
-from otel_traj.dialects._base import json_string
+from otel_traj.dialects import documents, langsmith
+from otel_traj.dialects._base import json_string, loads
 from otel_traj.dialects._messages import (
     Output,
     as_messages,
@@ -26,6 +26,9 @@ from otel_traj.dialects._messages import (
     last_assistant_text,
     last_user_text,
 )
+from otel_traj.dialects._results import ToolResults
+from otel_traj.dialects._results import request_failures as shared_failures
+from otel_traj.dialects._results import request_results as shared_results
 from otel_traj.dialects._steps import unwrap_arguments
 from otel_traj.dialects.vocabulary import Vocabulary, not_steps, reads
 from otel_traj.spanview import SpanView
@@ -98,13 +101,27 @@ def failed(attrs: Mapping[str, Any]) -> bool:
 
 
 def generation_output(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> Output | None:
-    """A generation's output: a message, a list of messages, or text."""
+    """A generation's output: a message, a list of messages, a chat completion's choices (an OpenAI
+    response, as LiteLLM's integrations record it), a LangChain ``LLMResult``'s generations, or
+    text. The last three are what an observation ingested over OTLP holds when its span's
+    attributes were not kept (a Langfuse server's events table): its output is the value some
+    instrumentation recorded."""
     value = attrs.get(OUTPUT)
     if value is None:
         return None
     decoded = json_string(value)
     if isinstance(decoded, str) and decoded[:1] not in ("{", "["):
         return decoded, (), ()
+    if isinstance(decoded, str) and decoded[:1] == "{":
+        data = loads(decoded)
+        if isinstance(data, Mapping) and isinstance(generations := data.get("generations"), list):
+            return langsmith.generations_output(generations, max_chars)
+        if isinstance(data, Mapping) and isinstance(choices := data.get("choices"), list):
+            decoded = [
+                c["message"]
+                for c in choices
+                if isinstance(c, Mapping) and isinstance(c.get("message"), Mapping)
+            ]
     messages = as_messages(decoded)
     if messages and isinstance(messages[0], Mapping) and "role" not in messages[0]:
         return content_text(decoded), (), ()
@@ -123,6 +140,23 @@ def generation_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -
     if len(messages) == 1 and isinstance(messages[0], Mapping) and "messages" in messages[0]:
         messages = as_messages(messages[0]["messages"])
     return last_user_text(messages, max_chars)
+
+
+def _request(attrs: Mapping[str, Any]) -> Any:
+    """A generation's input: the request's messages, or a request body holding them."""
+    return json_string(attrs.get(INPUT)) if attrs.get(TYPE) == "generation" else None
+
+
+def request_results(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> ToolResults | None:
+    """The tool results a generation's request sends back for the previous response's calls."""
+    return shared_results(_request(attrs), max_chars) or None
+
+
+def request_failures(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> tuple[str, ...] | None:
+    """Call ids whose results a generation's request sends back as failures (Anthropic's
+    ``is_error``, a tool message's ``status: error``): where Langfuse kept only the typed fields of
+    a span, its input is the only record of them."""
+    return shared_failures(_request(attrs), max_chars) or None
 
 
 def observation_input(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
