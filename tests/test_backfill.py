@@ -41,15 +41,15 @@ NOT_FULLY_READ = {
     "beeai_openinference/clean", "llamaindex_otel/clean", "llamaindex_otel/violating", "strands_latest/clean",
     "strands_latest/violating",
 }  # fmt: skip
-# Given back by a server that writes observations to its events table (no span attributes, only the
-# typed fields; tests/langfuse_events.py), the 119 recorded runs: 4 backfill to grade's verdict (the
-# Langfuse SDK's own spans, whose typed fields are all it wrote), 115 are not fully read (109 whose
-# runs are marked so; 6 traces in which no GenAI observation is recognized, skipped with that reason:
-# Genkit's, Haystack's and LlamaIndex's own integrations), none differs. Read from the typed fields
-# alone, without saying so, 53 would equal grade's verdict, 3 be not fully read for other reasons and
-# 63 differ or go missing silently (tool names from span names, failures not recorded as a level,
-# requested calls and token kinds only in attributes; runs of one framework on both sides): nothing
-# the events table gives back names the instrumentation, so no other span's typed fields are trusted.
+# Given back by a server that writes observations to its events table (no span attributes, only the typed
+# fields; tests/langfuse_events.py), the 122 recorded runs: 4 backfill to grade's verdict (the Langfuse
+# SDK's own spans, whose typed fields are all it wrote), 118 are not fully read (112 whose runs are marked
+# so; 6 traces in which no GenAI observation is recognized, skipped with that reason: Genkit's, Haystack's
+# and LlamaIndex's own integrations), none differs. Read from the typed fields alone, without saying so, of
+# the 119 before the memory recordings 53 would equal grade's verdict, 3 be not fully read for other reasons
+# and 63 differ or go missing silently (tool names from span names, failures not recorded as a level,
+# requested calls and token kinds only in attributes; runs of one framework on both sides): nothing the
+# events table gives back names the instrumentation, so no other span's typed fields are trusted.
 EQUAL_WITHOUT_ATTRIBUTES = {
     "langfuse_sdk/clean", "langfuse_sdk/violating", "langgraph_langfuse/clean",
     "langgraph_langfuse/violating",
