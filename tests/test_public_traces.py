@@ -51,6 +51,14 @@ EXPECTED: dict[str, tuple[Expected, ...]] = {
             no_step=("invocation",),
         ),
     ),
+    "agentevals/adk_py_v1_default_S5.json": (
+        Expected(
+            agent="weather_agent",
+            tool_calls=(("get_weather", OK), ("get_weather", OK)),
+            model_calls=2,
+            no_step=("invocation", "execute_tool (merged)"),
+        ),
+    ),
     "agentevals/adk_go_main.json": (
         Expected(
             agent="weather_agent",
