@@ -201,7 +201,9 @@ def _print_inputs(inputs: Inputs, skipped: list[SkippedFile]) -> None:
 def _held(file: FileRead) -> str:
     """What a file read held: its spans, or a logs file's GenAI events (and its unreadable records)."""
     if file.spans:
-        return f"{file.spans} spans, {_malformed(file)}" if file.malformed_spans else f"{file.spans} spans"
+        events = f", {file.events} GenAI events" if file.events else ""
+        malformed = f", {_malformed(file)}" if file.malformed_spans else ""
+        return f"{file.spans} spans{events}{malformed}"
     unreadable = f", {file.unreadable_records} unreadable records" if file.unreadable_records else ""
     return f"{file.events} GenAI events{unreadable}"
 
