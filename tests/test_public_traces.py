@@ -74,6 +74,9 @@ EXPECTED: dict[str, tuple[Expected, ...]] = {
             model_calls=2,
         ),
     ),
+    "agentevals/openai_v2_logs_span_id.json": (
+        Expected(agent=None, tool_calls=(("get_weather", OK),), model_calls=2, no_step=("agent_run",)),
+    ),
     "agentevals/openai_agents_handoff.json": (
         Expected(
             agent="triage",
