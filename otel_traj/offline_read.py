@@ -71,7 +71,8 @@ class WorkerError(TraceFileError):
 @dataclass(frozen=True, slots=True)
 class FileRead:
     """One trace file read: its format, how many spans and GenAI events of log records (and log
-    records it could not read) it held, and the traces of its spans and of its events."""
+    records it could not read) it held, the traces of its spans and of its events, and how many
+    spans it held that could not be read (an id that is no hex string, a field of the wrong type)."""
 
     path: Path
     format: str
@@ -80,13 +81,14 @@ class FileRead:
     unreadable_records: int
     span_traces: frozenset[int]
     event_traces: frozenset[int]
+    malformed_spans: int = 0
 
     @classmethod
     def of(cls, file: TraceFile) -> FileRead:
         spans = frozenset(view.trace_id for view in file.views)
         events = frozenset(trace_id for trace_id, _ in file.events.by_span)
         counts = (len(file.views), file.events.events, file.events.malformed)
-        return cls(file.path, file.format, *counts, spans, events)
+        return cls(file.path, file.format, *counts, spans, events, file.malformed)
 
     @property
     def traces(self) -> frozenset[int]:

@@ -109,3 +109,21 @@ def test_without_verbose_graded_runs_keep_stderr_quiet(
     (tmp_path / "run.facts.json").write_text('{"framework": "x"}')
     assert grade(tmp_path, "--format", "json") == 0
     assert capsys.readouterr().err == ""
+
+
+def test_verbose_counts_the_spans_it_could_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A span whose id is not hex is not read: ``-v`` counts it beside the file's spans, so a run
+    missing it is not taken for all there was."""
+    span = {
+        **HTTP_SPAN,
+        "name": "chat",
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}],
+    }
+    unread = {**span, "spanId": "not-hex-at-all"}
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [span, unread]}]}]}
+    (tmp_path / "run.otlp.json").write_text(json.dumps(doc))
+    assert grade(tmp_path / "run.otlp.json", "-v") == 0
+    err = capsys.readouterr().err
+    assert "otlp-json, 1 spans, 1 malformed spans not read" in err

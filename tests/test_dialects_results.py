@@ -402,3 +402,29 @@ def test_a_tool_message_with_status_error_is_a_failure_whatever_records_it() -> 
     assert request_failures([ASK, failed, ok], 4096) == ("c1",)
     assert request_failures(json.dumps([ASK, failed, ok]), 4096) == ("c1",)
     assert request_failures([ASK, ok], 4096) == ()
+
+
+def test_a_tool_the_provider_ran_is_a_call_the_model_made() -> None:
+    """The conventions' ``server_tool_call`` part (a web search the provider ran within the
+    response): its details are the arguments; the response part beside it is no second call."""
+    output = [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "reasoning", "content": "Search first."},
+                {
+                    "type": "server_tool_call",
+                    "id": "ws_1",
+                    "name": "web_search",
+                    "server_tool_call": {"type": "web_search", "query": "otel genai"},
+                },
+                {"type": "server_tool_call_response", "server_tool_call_response": {"results": 3}},
+                {"type": "text", "content": "OpenTelemetry has GenAI conventions."},
+            ],
+        }
+    ]
+    text, tools, _ = assistant_output(output, 4096)
+    assert text == "OpenTelemetry has GenAI conventions."
+    [call] = tools
+    assert (call.name, call.call_id) == ("web_search", "ws_1")
+    assert json.loads(call.arguments_text or "") == {"type": "web_search", "query": "otel genai"}

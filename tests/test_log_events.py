@@ -336,3 +336,20 @@ def test_serve_counts_the_events_that_came_after_their_span(tmp_path: Path) -> N
     [verdict] = verdicts
     assert {c.turn for c in verdict.trajectory.tool_calls} == {None}
     assert service.stats.snapshot().dropped["log_events"] == 33
+
+
+def test_spans_and_log_records_saved_in_one_document_are_both_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One OTLP/JSON document holding ``resourceSpans`` and ``resourceLogs`` (a run saved with its
+    log records, as agentevals downloads a session): the spans were left unread, so the run and its
+    calls vanished."""
+    spans = json.loads((BEDROCK / "clean.otlp.json").read_text())
+    logs = json.loads((BEDROCK / "clean.logs.json").read_text())
+    both = tmp_path / "run.json"
+    both.write_text(json.dumps({**spans, **logs}))
+    assert main(["grade", str(both), "-v", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert "otlp-json and logs, " in err and ", 33 GenAI events" in err
+    [run] = json.loads(out)["trajectories"]
+    assert [c["turn"] for c in run["tool_calls"]] == [0, 0, 1, 2]

@@ -135,10 +135,16 @@ _Decoded = tuple[SpanBatch, str, LogEvents]
 
 
 def _json_document(doc: Any) -> _Decoded:
-    if is_otlp_logs_json(doc):
-        return SpanBatch(), "otlp-json logs", events_from_otlp_json(doc)
+    if not is_otlp_logs_json(doc):
+        views, shape = views_from_json(doc)
+        return views, shape, LogEvents()
+    events = events_from_otlp_json(doc)
+    if not _json_shape(doc):
+        return SpanBatch(), "otlp-json logs", events
+    # One document may hold both signals (a run's spans and its log records saved together, as
+    # agentevals downloads a session): neither is left out.
     views, shape = views_from_json(doc)
-    return views, shape, LogEvents()
+    return views, f"{shape} and logs", events
 
 
 def _read_json(data: bytes) -> _Decoded:

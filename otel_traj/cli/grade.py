@@ -174,7 +174,15 @@ def _without_trajectory(inputs: Inputs, trajectories: list[Trajectory]) -> list[
 def _why_unused(file: FileRead) -> str:
     if file.spans:
         return "no GenAI spans"
-    return "no GenAI events of a span read" if file.events else "no spans"
+    if file.events:
+        return "no GenAI events of a span read"
+    return _malformed(file) if file.malformed_spans else "no spans"
+
+
+def _malformed(file: FileRead) -> str:
+    """The spans a file held that were not read: a run they belong to cannot be graded on them."""
+    why = "an id that is not hex, or a field of the wrong type"
+    return f"{file.malformed_spans} malformed spans not read: {why}"
 
 
 def _print_inputs(inputs: Inputs, skipped: list[SkippedFile]) -> None:
@@ -193,7 +201,9 @@ def _print_inputs(inputs: Inputs, skipped: list[SkippedFile]) -> None:
 def _held(file: FileRead) -> str:
     """What a file read held: its spans, or a logs file's GenAI events (and its unreadable records)."""
     if file.spans:
-        return f"{file.spans} spans"
+        events = f", {file.events} GenAI events" if file.events else ""
+        malformed = f", {_malformed(file)}" if file.malformed_spans else ""
+        return f"{file.spans} spans{events}{malformed}"
     unreadable = f", {file.unreadable_records} unreadable records" if file.unreadable_records else ""
     return f"{file.events} GenAI events{unreadable}"
 

@@ -1,6 +1,7 @@
 """Chat messages in the shapes instrumentations record them, reduced to what a step needs.
 
-Accepted shapes (one list may mix them): GenAI semconv ``{role, parts: [{type: text|tool_call}]}``,
+Accepted shapes (one list may mix them): GenAI semconv ``{role, parts: [{type: text|tool_call}]}``
+(and ``server_tool_call`` parts: a tool the provider ran within the response, such as web search),
 OpenAI chat ``{role, content, tool_calls: [{id, function: {name, arguments}}]}``, Anthropic content
 blocks ``[{type: text}, {type: tool_use, id, name, input}]``, Bedrock/Strands content blocks
 ``[{text}, {toolUse}]``, Vercel AI SDK ``[{type: text|tool-call}]``, Gemini/ADK
@@ -203,6 +204,10 @@ def _block_call(block: Any, max_chars: int) -> RequestedTool | None:
     kind = block.get("type")
     if kind == "tool_call":
         return requested_tool(block.get("name"), block.get("id"), block.get("arguments"), max_chars)
+    if kind == "server_tool_call":
+        # The provider ran it inside the response (web search, code execution): no span of the
+        # agent's shows it, and the call's details, its query, are its arguments.
+        return requested_tool(block.get("name"), block.get("id"), block.get("server_tool_call"), max_chars)
     if kind == "function_call":
         # OpenAI Responses API output item: ``id`` names the item, ``call_id`` the call.
         call_id = block.get("call_id") or block.get("id")
