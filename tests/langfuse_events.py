@@ -22,12 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langfuse.api.commons.types.observation_v2 import ObservationV2
-from langfuse.api.core.jsonable_encoder import jsonable_encoder
-from langfuse.api.core.pydantic_utilities import parse_obj_as
-
-from otel_traj.adapters.otlp_json import any_value
-from tests.langfuse_reads import PROJECT, _attrs, _iso, _name, _plain, _text, ingested_io
+from tests.langfuse_reads import _attrs, _name, _text, each_span, ingested_io, span_fields, validated
 
 # ``ObservationTypeMapperRegistry``'s direct mappings, in its priority order.
 _DIRECT = (
@@ -201,18 +196,11 @@ def event_observation(
     error = status.get("code") in (2, "STATUS_CODE_ERROR")
     usage = usage_details(attrs, scope_name)
     body = {
-        "id": span["spanId"],
-        "traceId": span["traceId"],
-        "startTime": _iso(int(span["startTimeUnixNano"])),
-        "endTime": _iso(int(span["endTimeUnixNano"])),
-        "projectId": PROJECT,
-        "parentObservationId": span.get("parentSpanId") or None,
+        **span_fields(span),
         "type": observation_type(attrs),
-        "isRootObservation": not span.get("parentSpanId"),
         "name": _name(span["name"], attrs),
         "level": attrs.get("langfuse.observation.level") or ("ERROR" if error else "DEFAULT"),
         "statusMessage": attrs.get("langfuse.observation.status_message") or status.get("message") or None,
-        "environment": "default",
         "sessionId": _first(attrs, *_SESSION_KEYS),
         "userId": _first(attrs, *_USER_KEYS),
         "input": _text(value_in),
@@ -221,16 +209,9 @@ def event_observation(
         "model": _model(attrs),
         "usageDetails": usage or None,
     }
-    return dict(jsonable_encoder(parse_obj_as(ObservationV2, body)))
+    return validated(body)
 
 
 def event_observations_from_otlp(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Every span of an OTLP/JSON document as the observation the events table gives back."""
-    out = []
-    for group in doc["resourceSpans"]:
-        kept = group.get("resource", {}).get("attributes", [])
-        resource = {kv["key"]: _plain(any_value(kv["value"])) for kv in kept}
-        for scoped in group.get("scopeSpans", []):
-            for span in scoped.get("spans", []):
-                out.append(event_observation(span, resource, scoped.get("scope") or {}))
-    return out
+    return each_span(doc, event_observation)

@@ -18,6 +18,7 @@ import base64
 import datetime as dt
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -222,18 +223,11 @@ def observation(span: dict[str, Any], resource: dict[str, Any], scope: dict[str,
     )
     usage = attrs.get("langfuse.observation.usage_details")
     body = {
-        "id": span["spanId"],
-        "traceId": span["traceId"],
-        "startTime": _iso(int(span["startTimeUnixNano"])),
-        "endTime": _iso(int(span["endTimeUnixNano"])),
-        "projectId": PROJECT,
-        "parentObservationId": span.get("parentSpanId") or None,
+        **span_fields(span),
         "type": _type(attrs),
-        "isRootObservation": not span.get("parentSpanId"),
         "name": _name(span["name"], attrs),
         "level": "ERROR" if error else "DEFAULT",
         "statusMessage": attrs.get("langfuse.observation.status_message") or status.get("message") or None,
-        "environment": "default",
         "sessionId": attrs.get("langfuse.session.id") or attrs.get("session.id"),
         "input": _text(value_in),
         "output": _text(value_out),
@@ -242,21 +236,46 @@ def observation(span: dict[str, Any], resource: dict[str, Any], scope: dict[str,
         # Usage details are counts by name (``Dict[str, int]``): nested provider details are not kept.
         "usageDetails": _counts(json.loads(usage)) if isinstance(usage, str) else None,
     }
+    return validated(body)
+
+
+def span_fields(span: dict[str, Any]) -> dict[str, Any]:
+    """What an observation takes from its span as it is: ids, parent, times (to the millisecond)."""
+    return {
+        "id": span["spanId"],
+        "traceId": span["traceId"],
+        "startTime": _iso(int(span["startTimeUnixNano"])),
+        "endTime": _iso(int(span["endTimeUnixNano"])),
+        "projectId": PROJECT,
+        "parentObservationId": span.get("parentSpanId") or None,
+        "isRootObservation": not span.get("parentSpanId"),
+        "environment": "default",
+    }
+
+
+def validated(body: dict[str, Any]) -> dict[str, Any]:
+    """An observation's body as the API answers it, validated with ``ObservationV2``."""
     return dict(jsonable_encoder(parse_obj_as(ObservationV2, body)))
+
+
+Observe = Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], dict[str, Any]]
+
+
+def each_span(doc: dict[str, Any], observe: Observe) -> list[dict[str, Any]]:
+    """``observe(span, resource attributes, scope)`` of every span of an OTLP/JSON document."""
+    out = []
+    for group in doc["resourceSpans"]:
+        kept = group.get("resource", {}).get("attributes", [])
+        resource = {kv["key"]: _plain(any_value(kv["value"])) for kv in kept}
+        for scoped in group.get("scopeSpans", []):
+            for span in scoped.get("spans", []):
+                out.append(observe(span, resource, scoped.get("scope") or {}))
+    return out
 
 
 def observations_from_otlp(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Every span of an OTLP/JSON document as the observation Langfuse stores."""
-    out = []
-    for group in doc["resourceSpans"]:
-        resource = {
-            kv["key"]: _plain(any_value(kv["value"]))
-            for kv in group.get("resource", {}).get("attributes", [])
-        }
-        for scoped in group.get("scopeSpans", []):
-            for span in scoped.get("spans", []):
-                out.append(observation(span, resource, scoped.get("scope") or {}))
-    return out
+    return each_span(doc, observation)
 
 
 @dataclass
