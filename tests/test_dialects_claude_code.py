@@ -7,16 +7,21 @@ with and without the resource attributes a deployment copies onto every span."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from otel_traj.adapters.files import read_trace_inputs
 from otel_traj.dialects import read_span, to_step
-from otel_traj.spanview import SpanView
+from otel_traj.offline import trajectories_from_views
+from otel_traj.spanview import STATUS_ERROR, SpanView
+from otel_traj.trajectory import Trajectory
 from tests.dialect_spans import record
 from tests.dialect_steps import as_agent, as_model, as_tool
 
 SCOPE = "com.anthropic.claude_code.tracing"
+RECORDING = Path(__file__).parent / "fixtures" / "public" / "agentevals" / "claude_code_kagent_turn2.json"
 CALL_ID = "toolu_01T86jfEn7vjUaXjpFkQ9YoE"
 TOOL = "mcp__kagent-tool-server__k8s_get_resources"
 # What kagent puts in the resource, and Claude Code copies onto every span.
@@ -87,14 +92,68 @@ def test_a_tool_that_says_it_failed_is_a_failed_call() -> None:
     assert (call.ok, call.error_message) == (False, "Shell command failed")
 
 
+def test_the_execution_span_is_a_part_of_its_call_with_its_failure() -> None:
+    span = claude_code(
+        "tool.execution",
+        {
+            "tool_use_id": CALL_ID,
+            "gen_ai.tool.call.id": CALL_ID,
+            "success": False,
+            "error": "Shell command failed",
+        },
+        error=RuntimeError("Shell command failed"),
+    )
+    part = as_tool(to_step(span))
+    assert (part.name, part.call_id, part.ok, part.error_message) == (
+        "",
+        CALL_ID,
+        False,
+        "Shell command failed",
+    )
+
+
+def _recorded_run() -> list[SpanView]:
+    return list(read_trace_inputs([RECORDING]).views)
+
+
+def _only_run(views: list[SpanView]) -> Trajectory:
+    [trajectory] = trajectories_from_views(views)
+    return trajectory
+
+
+def test_a_call_whose_execution_failed_failed() -> None:
+    """Claude Code records a tool's failure on the execution span inside the tool span only."""
+    views = _recorded_run()
+    at = next(i for i, view in enumerate(views) if view.name == "claude_code.tool.execution")
+    views[at] = dataclasses.replace(
+        views[at],
+        attributes={**views[at].attributes, "success": False, "error": "Shell command failed"},
+        status_code=STATUS_ERROR,
+        status_message="Shell command failed",
+    )
+    trajectory = _only_run(views)
+    assert [(c.name, c.ok, c.error_message) for c in trajectory.tool_calls] == [
+        (TOOL, False, "Shell command failed")
+    ]
+    assert not trajectory.unreadable
+    assert _only_run(_recorded_run()).tool_calls[0].ok
+
+
+def test_an_execution_span_without_its_tool_span_is_unreadable() -> None:
+    views = [view for view in _recorded_run() if view.name != "claude_code.tool"]
+    trajectory = _only_run(views)
+    assert trajectory.tool_calls == ()
+    assert [(u.span_name, u.field) for u in trajectory.unreadable] == [("", "tool name")]
+
+
 def test_the_interaction_is_the_agent_run_of_its_prompt() -> None:
     prompt = "Now use your tools to list the services in the agentevals namespace. One sentence."
     agent = as_agent(to_step(claude_code("interaction", {"user_prompt": prompt, "interaction.sequence": 1})))
     assert (agent.agent_name, agent.input_text, agent.conversation_id) == ("claude-test", prompt, "9115de23")
 
 
-@pytest.mark.parametrize("kind", ["tool.blocked_on_user", "tool.execution", "hook"])
-def test_the_parts_of_a_call_and_hooks_are_no_step(kind: str) -> None:
+@pytest.mark.parametrize("kind", ["tool.blocked_on_user", "hook"])
+def test_the_permission_decision_and_hooks_are_no_step(kind: str) -> None:
     """They carry the model the deployment copied onto them: no evidence of a model call."""
     span = claude_code(kind, {"duration_ms": 4, "decision": "unknown", "success": True})
     assert read_span(span) == (None, False)

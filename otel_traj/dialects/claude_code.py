@@ -10,8 +10,11 @@ Every span is named ``claude_code.<type>`` and says its type again in ``span.typ
 - ``tool``: one tool call, ``tool_name``, ``tool_use_id`` / ``gen_ai.tool.call.id``, and the tool's
   output in a ``tool.output`` span event (``output``); a tool that failed says ``success: false``
   and ``error``.
-- ``tool.blocked_on_user`` (the permission decision) and ``tool.execution`` (running it) inside a
-  tool span, and ``hook`` spans: parts of a call or of the harness, no step of their own.
+- ``tool.execution``, running the tool, inside its tool span (the same call id): a part of the call,
+  which records the call's failure (``success: false``, ``error``, status ERROR) when the tool span
+  does not; it joins its call (``otel_traj.joins.parts_joined``).
+- ``tool.blocked_on_user`` (the permission decision) inside a tool span, and ``hook`` spans: no
+  step.
 
 Claude Code also copies the resource attributes it is given (``OTEL_RESOURCE_ATTRIBUTES``) onto every
 span: a deployment that names the model there (kagent writes ``gen_ai.request.model`` and
@@ -39,13 +42,14 @@ OUTPUT = "output"
 _TOOL = "tool"
 _MODEL_REQUEST = "llm_request"
 _INTERACTION = "interaction"
+_EXECUTION = "tool.execution"
 # What each span type is; a type not listed (a newer release's) is no evidence either way.
 TYPES: dict[str, Meaning] = {
     _INTERACTION: "agent",
     _MODEL_REQUEST: "model",
     _TOOL: "tool",
     "tool.blocked_on_user": NOT_A_STEP,
-    "tool.execution": NOT_A_STEP,
+    _EXECUTION: "tool",
     "hook": NOT_A_STEP,
 }
 
@@ -73,9 +77,14 @@ def is_interaction(attrs: Mapping[str, Any]) -> bool:
     return attrs.get(SPAN_TYPE) == _INTERACTION
 
 
+def is_call_part(attrs: Mapping[str, Any]) -> bool:
+    """A span of a part of a tool call: it names no tool (its call does)."""
+    return attrs.get(SPAN_TYPE) == _EXECUTION
+
+
 def failed(attrs: Mapping[str, Any]) -> bool:
-    """A tool span that says it did not succeed (``success: false``)."""
-    return attrs.get(SPAN_TYPE) == _TOOL and attrs.get("success") is False
+    """A tool span, or a part of one, that says it did not succeed (``success: false``)."""
+    return attrs.get(SPAN_TYPE) in (_TOOL, _EXECUTION) and attrs.get("success") is False
 
 
 def usage(attrs: Mapping[str, Any]) -> Usage | None:

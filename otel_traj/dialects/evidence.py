@@ -51,7 +51,9 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
         fields.TOOL_NAME, view, attrs, max_chars, as_str
     )
     if name is None:
-        raise UnreadableField("tool name", "no source names the tool")
+        if not claude_code.is_call_part(attrs):
+            raise UnreadableField("tool name", "no source names the tool")
+        name = ""  # a part of a call: the builder joins it to its call (``joins.parts_joined``)
     if name in NOT_TOOLS:
         return None
     raw_arguments = first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars, _well_formed)
