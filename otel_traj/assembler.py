@@ -355,8 +355,13 @@ class Assembler:
                 buf = self._buffers.get(trace_id)
                 if buf is None or buf.ready_at is not None:
                     continue
-                # Executions only: a span that records the model's request for a call is no call run.
-                new = [s for s in buf.steps[buf.live_cursor :] if isinstance(s, ToolCall) and s.observed]
+                # Executions only: a span that records the model's request for a call is no call run,
+                # and a part of a call (no name) is no call of its own.
+                new = [
+                    s
+                    for s in buf.steps[buf.live_cursor :]
+                    if isinstance(s, ToolCall) and s.observed and s.name
+                ]
                 buf.live_cursor = len(buf.steps)
                 models = sorted((s for s in buf.steps if isinstance(s, ModelCall)), key=_BY_START)
                 out.append(LiveBatch(buf.context, new, models))

@@ -22,6 +22,7 @@ from otel_traj.dialects.declarations import CONVERSATION_KEYS, answer_in, is_out
 from otel_traj.joins import (
     ids_from_resent_calls,
     join_requests,
+    parts_joined,
     requests_from_spans,
     results_from_requests,
 )
@@ -349,6 +350,8 @@ def build_trajectory(
 ) -> Trajectory:
     """The run's trajectory. ``backlog_steps``: steps the assembler dropped unread (``max_backlog``)."""
     tools, models, agents, operations, unreadable = _partition(steps)
+    tools, unnamed = parts_joined(tools)
+    unreadable = sorted(unreadable + unnamed, key=_order) if unnamed else unreadable
     operations = distinct_reads(operations)
     models, tools = _calls(models, tools)
     outputs = [t for t in tools if t.output]

@@ -6,6 +6,9 @@ turn) gives each execution its turn and the arguments its span lacks or records 
 request no span shows becomes a call of its own (``observed=False``); the next request's tool
 results and failure flags fill what the executions did not record.
 
+A tool span that names no tool but is read as a part of a call (Claude Code's execution span inside
+its tool span) joins the call of its call id that encloses it: its failure and result are the call's.
+
 Steps are values: every function here returns the calls it joins as new ones and leaves the steps it
 was given as they were (the live checks join the same steps of a run in flight).
 """
@@ -17,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from otel_traj.dialects._base import dumps, parse_json
-from otel_traj.steps import ModelCall, RequestedTool, ToolCall, span_hex
+from otel_traj.steps import ModelCall, RequestedTool, ToolCall, Unreadable, span_hex
 
 
 def parse_arguments(text: str) -> dict[str, Any] | None:
@@ -44,6 +47,56 @@ def normalized(call: ToolCall) -> ToolCall:
     the call itself when there is nothing to parse."""
     arguments, text = _parsed(call)
     return call if arguments is call.arguments else replace(call, arguments=arguments, arguments_text=text)
+
+
+def parts_joined(calls: list[ToolCall]) -> tuple[list[ToolCall], list[Unreadable]]:
+    """The named calls, each with what its nameless parts recorded (a part joins the call of its call
+    id that is its parent or encloses it); a part no call takes in is unreadable (no source names
+    its tool)."""
+    named = [call for call in calls if call.name]
+    if len(named) == len(calls):
+        return calls, []
+    by_id: dict[str, list[int]] = {}
+    for at, call in enumerate(named):
+        if call.call_id:
+            by_id.setdefault(call.call_id, []).append(at)
+    left: list[Unreadable] = []
+    for part in calls:
+        if part.name:
+            continue
+        holder = next((i for i in by_id.get(part.call_id or "", ()) if _holds(named[i], part)), None)
+        if holder is None:
+            left.append(_unnamed(part))
+        else:
+            named[holder] = _with_part(named[holder], part)
+    return named, left
+
+
+def _holds(call: ToolCall, part: ToolCall) -> bool:
+    inside = call.start_ns <= part.start_ns and part.end_ns <= call.end_ns
+    return part.parent_id == call.span_id or inside
+
+
+def _with_part(call: ToolCall, part: ToolCall) -> ToolCall:
+    changes: dict[str, Any] = {}
+    if call.result is None and part.result is not None:
+        changes["result"] = part.result
+    if call.ok and not part.ok:
+        changes.update(ok=False, error_type=part.error_type, error_message=part.error_message)
+    return replace(call, **changes) if changes else call
+
+
+def _unnamed(part: ToolCall) -> Unreadable:
+    return Unreadable(
+        span_id=part.span_id,
+        parent_id=part.parent_id,
+        start_ns=part.start_ns,
+        end_ns=part.end_ns,
+        expected="tool",
+        field="tool name",
+        reason="a part of a call, and no tool span of its call id holds it",
+        dialect=part.dialect,
+    )
 
 
 def _wrapped(arguments: dict[str, Any], requested: dict[str, Any]) -> bool:

@@ -19,6 +19,7 @@ import pytest
 from otel_traj.adapters.files import read_trace_inputs
 from otel_traj.cli import main
 from otel_traj.dialects import read_span
+from otel_traj.dialects.fields import TOOL_NAME
 from otel_traj.grader import Grader
 from otel_traj.offline import trajectories_from_views
 from otel_traj.spanview import SpanView
@@ -27,7 +28,8 @@ from otel_traj.trajectory import Trajectory
 
 PUBLIC = Path(__file__).parent / "fixtures" / "public"
 OK, FAILED = True, False
-TOOL_NAME = "gen_ai.tool.name"
+# The attributes a tool's name is read from.
+NAME_KEYS = frozenset(source.key for source in TOOL_NAME if source.key is not None)
 
 
 class Expected(NamedTuple):
@@ -106,6 +108,14 @@ EXPECTED: dict[str, tuple[Expected, ...]] = {
             model_calls=1,
         ),
     ),
+    "agentevals/claude_code_kagent_turn2.json": (
+        Expected(
+            agent="claude-test",
+            tool_calls=(("mcp__kagent-tool-server__k8s_get_resources", OK),),
+            model_calls=2,
+            no_step=("claude_code.tool.blocked_on_user",),
+        ),
+    ),
     "agentevals/content_capture_off.json": (
         Expected(agent="weather_agent", tool_calls=(("get_weather", OK),), model_calls=2),
     ),
@@ -137,6 +147,10 @@ def _views(name: str) -> list[SpanView]:
 
 def _runs(views: list[SpanView]) -> list[Trajectory]:
     return sorted(trajectories_from_views(views), key=lambda t: t.start_ns)
+
+
+def _named_call(step: object) -> bool:
+    return isinstance(step, ToolCall) and bool(step.name)
 
 
 def _fully_read(trajectory: Trajectory) -> bool:
@@ -186,20 +200,23 @@ def test_each_run_is_read_as_its_spans_show(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_only_a_run_fully_read_passes(name: str) -> None:
     """A run fully read passes as recorded, one that is not never does; with its first tool span's
-    name lost (from its attributes and its span name, as a new instrumentation's key or a backend
-    dropping attributes leaves it), a run is not fully read."""
+    name lost (from its attributes, and from its span name when that names the tool, as a new
+    instrumentation's key or a backend dropping attributes leaves it), a run is not fully read."""
     views = _views(name)
     for trajectory in _runs(views):
         passed = Grader().grade(trajectory).outcome in ("pass", "pass_with_warnings")
         assert passed == _fully_read(trajectory)
-    tools = [i for i, view in enumerate(views) if isinstance(read_span(view)[0], ToolCall)]
+    # A tool span that names its tool (a part of a call, Claude Code's execution span, names none).
+    tools = [i for i, view in enumerate(views) if _named_call(read_span(view)[0])]
     if not tools:
         return  # no tool span: the calls are read from the model's messages
     first = views[tools[0]]
+    call = read_span(first)[0]
+    assert isinstance(call, ToolCall)
     views[tools[0]] = dataclasses.replace(
         first,
-        name="execute_tool",
-        attributes={k: v for k, v in first.attributes.items() if k != TOOL_NAME},
+        name="execute_tool" if call.name in first.name else first.name,
+        attributes={k: v for k, v in first.attributes.items() if k not in NAME_KEYS},
     )
     [trajectory] = [t for t in _runs(views) if t.trace_id == first.trace_id]
     assert trajectory.unreadable

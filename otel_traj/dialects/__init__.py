@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_traj.dialects import adk, haystack, pydantic_ai, semconv
+from otel_traj.dialects import adk, claude_code, haystack, pydantic_ai, semconv
 from otel_traj.dialects._base import clip_text
 from otel_traj.dialects.evidence import agent_step, model_step, tool_step
 from otel_traj.dialects.operations import context_step
@@ -44,6 +44,7 @@ NAME_PREFIXES = (
     "agent run",
     "call_llm",
     haystack.SPAN_PREFIX,
+    claude_code.SPAN_PREFIX,
 )
 _REASON_CHARS = 200
 
@@ -83,7 +84,8 @@ def read_span(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Reading:
         # SDK's attribute mapping raises and catches KeyError for each).
         if type(attrs) is not dict:
             attrs = dict(attrs)
-        kind = classify(view, attrs) if marked else _by_name(name)
+        # Claude Code's spans carry no key of the conventions' unless a deployment copies them on.
+        kind = classify(view, attrs) if marked or name.startswith(claude_code.SPAN_PREFIX) else _by_name(name)
         if kind is None:
             return _NOTHING
         return _build(kind, view, attrs, max_chars), kind.contradicted

@@ -14,6 +14,7 @@ from typing import Any
 from otel_traj.dialects import (
     adk,
     agentops,
+    claude_code,
     dspy,
     fields,
     genkit,
@@ -50,7 +51,9 @@ def tool_step(view: SpanView, attrs: Mapping[str, Any], dialect: str, max_chars:
         fields.TOOL_NAME, view, attrs, max_chars, as_str
     )
     if name is None:
-        raise UnreadableField("tool name", "no source names the tool")
+        if not claude_code.is_call_part(attrs):
+            raise UnreadableField("tool name", "no source names the tool")
+        name = ""  # a part of a call: the builder joins it to its call (``joins.parts_joined``)
     if name in NOT_TOOLS:
         return None
     raw_arguments = first_of(fields.TOOL_ARGUMENTS, view, attrs, max_chars, _well_formed)
@@ -123,7 +126,7 @@ def _message_dict(output: Any, max_chars: int) -> tuple[Any, Any]:
 def _dialect_failure(attrs: Mapping[str, Any], max_chars: int) -> tuple[bool, str | None]:
     """A failure a dialect records in its own attributes besides the span status (Langfuse's level,
     Logfire's ``error``, Haystack's ``haystack.tool.error``, LlamaIndex's ``is_error`` under
-    OpenLLMetry), with its message."""
+    OpenLLMetry, Claude Code's ``success``), with its message."""
     if langfuse.TYPE in attrs:
         return langfuse.failed(attrs), as_str(attrs.get("langfuse.observation.status_message"))
     if logfire.TEMPLATE in attrs:
@@ -132,6 +135,8 @@ def _dialect_failure(attrs: Mapping[str, Any], max_chars: int) -> tuple[bool, st
         return haystack.failed(attrs), haystack.error_message(attrs, max_chars)
     if llamaindex.TOOL_NAME in attrs and traceloop.ENTITY_OUTPUT in attrs:
         return llamaindex.failure(attrs[traceloop.ENTITY_OUTPUT])
+    if claude_code.failed(attrs):
+        return True, as_str(attrs.get("error"))
     return False, None
 
 
@@ -183,7 +188,7 @@ def _call_ids(
 
 def _usage(view: SpanView, attrs: Mapping[str, Any]) -> Usage:
     """The usage attributes; else a usage JSON object (Langfuse, Logfire, Google ADK, Haystack, MLflow,
-    Genkit); else the usage in LlamaIndex's chat event."""
+    Genkit); else the usage in LlamaIndex's chat event; else Claude Code's own counts."""
     counted = usage(attrs)
     if counted.input is not None or counted.output is not None:
         return counted
@@ -197,6 +202,7 @@ def _usage(view: SpanView, attrs: Mapping[str, Any]) -> Usage:
         or mlflow.usage(attrs)
         or genkit.usage(attrs)
         or llamaindex.usage(view, attrs)
+        or claude_code.usage(attrs)
         or counted
     )
 

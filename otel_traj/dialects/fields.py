@@ -16,6 +16,7 @@ from otel_traj.dialects import (
     adk,
     agentops,
     any_agent,
+    claude_code,
     dspy,
     genkit,
     haystack,
@@ -31,9 +32,18 @@ from otel_traj.dialects import (
     traceloop,
     vercel,
 )
-from otel_traj.dialects._base import json_string, str_tuple, suffix
-from otel_traj.dialects._messages import Output
-from otel_traj.dialects.sources import Source, attribute, attributes, equals, event_attribute, has, specified
+from otel_traj.dialects._base import json_string, str_tuple
+from otel_traj.dialects.sources import (
+    Source,
+    attribute,
+    attributes,
+    equals,
+    event_attribute,
+    has,
+    span_name_after,
+    specified,
+    text_only,
+)
 from otel_traj.dialects.vocabulary import Vocabulary
 from otel_traj.spanview import SpanView
 from otel_traj.steps import StepKind
@@ -46,10 +56,6 @@ _LLAMAINDEX_MESSAGES = (
 )
 # Span names that say what the span is, not which tool or agent it ran.
 GENERIC_NAMES = frozenset({"running tool", "execute_tool", "agent run", "invoke_agent", "call_llm", "chat"})
-
-
-def _span_name_after(prefix: str) -> Source:
-    return Source(f"span name after `{prefix}`", lambda view, attrs, _: suffix(view.name, prefix))
 
 
 def _own_span_name(vocabularies: tuple[Vocabulary, ...], kind: StepKind, dropped: str, label: str) -> Source:
@@ -71,10 +77,10 @@ TOOL_NAME: tuple[Source, ...] = (
     attribute("gen_ai.tool.name"),
     attribute("tool.name", note="OpenInference"),
     attribute("ai.toolCall.name", note="Vercel AI SDK"),
-    attribute("tool_name", note="pydantic-ai 1.x"),
+    attribute("tool_name", note="pydantic-ai 1.x, Claude Code"),
     attribute("traceloop.entity.name", when=_TRACELOOP_TOOL, note="Traceloop tool spans"),
     attribute("name", when=logfire.is_tool, note="Logfire `Function: {name}` spans"),
-    _span_name_after("execute_tool "),
+    span_name_after("execute_tool "),
     _own_span_name(
         (langfuse.VOCABULARY, traceloop.VOCABULARY, mlflow.VOCABULARY),
         "tool",
@@ -155,6 +161,7 @@ TOOL_RESULT: tuple[Source, ...] = (
     attribute(genkit.OUTPUT, when=genkit.is_tool, note="Genkit tool actions"),
     Source("`agentops.tool.output` (AgentOps)", agentops.tool_result, trigger=agentops.KIND),
     event_attribute("gen_ai.choice", "message"),
+    event_attribute(claude_code.OUTPUT_EVENT, claude_code.OUTPUT),
 )
 
 MODEL_NAME: tuple[Source, ...] = (
@@ -162,6 +169,7 @@ MODEL_NAME: tuple[Source, ...] = (
     attribute("llm.model_name", note="OpenInference"),
     attribute("ai.response.model", note="Vercel AI SDK"),
     attribute("ai.model.id", note="Vercel AI SDK"),
+    attribute(claude_code.MODEL, when=claude_code.is_model_request, note="Claude Code"),
     attribute("langfuse.observation.model.name", note="Langfuse"),
     attribute(mlflow.MODEL, json_string, note="MLflow"),
     Source(
@@ -174,8 +182,8 @@ MODEL_NAME: tuple[Source, ...] = (
         llamaindex.model_name,
         trigger=llamaindex.RUN_ID,
     ),
-    _span_name_after("chat "),
-    _span_name_after("generate_content "),
+    span_name_after("chat "),
+    span_name_after("generate_content "),
 )
 PROVIDER: tuple[Source, ...] = (
     *attributes(semconv.PROVIDER_KEYS),
@@ -297,8 +305,8 @@ AGENT_NAME: tuple[Source, ...] = (
     attribute(genkit.NAME, when=genkit.is_agent, note="Genkit agent and flow actions"),
     attribute(agentops.NAME, when=agentops.is_agent, note="AgentOps agents, traces and workflows"),
     attribute(agentops.ROLE, when=agentops.is_agent, note="AgentOps' CrewAI agents"),
-    _span_name_after("invoke_agent "),
-    _span_name_after("invoke_workflow "),
+    span_name_after("invoke_agent "),
+    span_name_after("invoke_workflow "),
     _own_span_name(
         (openinference.VOCABULARY, langfuse.VOCABULARY, mlflow.VOCABULARY),
         "agent",
@@ -343,18 +351,12 @@ AGENT_INPUT: tuple[Source, ...] = (
         agentops.run_input,
         trigger=agentops.KIND,
     ),
+    attribute(claude_code.USER_PROMPT, when=claude_code.is_interaction, note="Claude Code"),
     Source("events `gen_ai.user.message` / `gen_ai.content.prompt`", semconv.events_input),
 )
 AGENT_OUTPUT: tuple[Source, ...] = (
-    Source(
-        f"`{semconv.OUTPUT}`",
-        lambda view, attrs, m: _text(semconv.output_messages(view, attrs, m)),
-        trigger=semconv.OUTPUT,
-    ),
-    Source(
-        f"event `{semconv.DETAILS_EVENT}` → `{semconv.OUTPUT}`",
-        lambda view, attrs, m: _text(semconv.details_output(view, attrs, m)),
-    ),
+    Source(f"`{semconv.OUTPUT}`", text_only(semconv.output_messages), trigger=semconv.OUTPUT),
+    Source(f"event `{semconv.DETAILS_EVENT}` → `{semconv.OUTPUT}`", text_only(semconv.details_output)),
     attribute("final_result", note="pydantic-ai"),
     Source(
         f"`{traceloop.ENTITY_OUTPUT}` (Traceloop)", traceloop.entity_answer, trigger=traceloop.ENTITY_OUTPUT
@@ -372,7 +374,7 @@ AGENT_OUTPUT: tuple[Source, ...] = (
         agentops.run_output,
         trigger=agentops.KIND,
     ),
-    Source("events `gen_ai.choice`", lambda view, attrs, m: _text(semconv.events_output(view, attrs, m))),
+    Source("events `gen_ai.choice`", text_only(semconv.events_output)),
 )
 
 # Every table, by the name the docs give the field.
@@ -393,7 +395,3 @@ TABLE: dict[str, tuple[Source, ...]] = {
     "agent input": AGENT_INPUT,
     "agent output (answer)": AGENT_OUTPUT,
 }
-
-
-def _text(output: Output | None) -> str | None:
-    return output[0] if output is not None else None

@@ -6,11 +6,14 @@ Evidence, strongest first:
    ``generation``; see ``vocabulary``).
 2. **Recognizers**: a vendor's own keys or span names where it has no kind key (Google ADK's tool
    arguments, Logfire's message templates, pydantic-ai's ``running tool``, LlamaIndex's chat events,
-   any-agent's ``call_llm`` operation and ``gen_ai.tool.args``).
+   any-agent's ``call_llm`` operation and ``gen_ai.tool.args``, Claude Code's ``claude_code.<type>``
+   spans).
 3. **The conventions' operation**: ``gen_ai.operation.name`` with a value the conventions define
    (``execute_tool``, ``chat``, ``embeddings``), after the vendors', which several of them also set.
 4. **Structure**: a tool name makes a tool call; a request or response model, token usage or
-   messages make a model call.
+   messages make a model call. A value the span shares with its resource is the process's, not the
+   span's, and no evidence: an SDK that copies the resource attributes onto every span (Claude Code
+   does) puts the model a deployment names there on spans that are no model call.
 5. **Span names** (``execute_tool …``, Haystack's): only for spans with no key of any dialect.
 
 The rule: the first piece of evidence, in this order, that defines what the span is decides, "not a
@@ -33,6 +36,7 @@ from otel_traj.dialects import (
     adk,
     agentops,
     any_agent,
+    claude_code,
     genkit,
     haystack,
     langfuse,
@@ -63,7 +67,7 @@ VENDOR_VOCABULARIES: tuple[Vocabulary, ...] = (
     agentops.VOCABULARY,
 )
 OPERATION_VOCABULARY = semconv.VOCABULARY
-Recognizer = Callable[[SpanView, Mapping[str, Any]], StepKind | None]
+Recognizer = Callable[[SpanView, Mapping[str, Any]], Meaning | None]
 
 
 class Recognition(NamedTuple):
@@ -83,6 +87,7 @@ RECOGNIZERS: tuple[Recognition, ...] = (
     Recognition(logfire.recognize, logfire.DIALECT, (logfire.TEMPLATE,)),
     Recognition(pydantic_ai.recognize, pydantic_ai.DIALECT, pydantic_ai.MARKERS, (pydantic_ai.TOOL_SPAN,)),
     Recognition(any_agent.recognize, any_agent.DIALECT, (any_agent.TOOL_ARGS, any_agent.OUTPUT)),
+    Recognition(claude_code.recognize, claude_code.DIALECT, (), (claude_code.SPAN_PREFIX,)),
 )
 TOOL_NAME = "gen_ai.tool.name"
 # Keys whose presence, with a value of the right type, shows a model call.
@@ -147,7 +152,7 @@ def classify(view: SpanView, attrs: Mapping[str, Any]) -> Kind | None:
         elif operation != decided[0]:
             contradicted = True
     if decided is None:
-        kind = _structure(attrs)
+        kind = _structure(view, attrs)
         if kind is not None:
             return _kind(kind, semconv.DIALECT, False)
         kind = haystack.kind(view.name, attrs)
@@ -187,16 +192,18 @@ def _recognized(view: SpanView, attrs: Mapping[str, Any]) -> tuple[Meaning, str]
     return None
 
 
-def _structure(attrs: Mapping[str, Any]) -> StepKind | None:
+def _structure(view: SpanView, attrs: Mapping[str, Any]) -> StepKind | None:
+    resource = view.resource
     name = attrs.get(TOOL_NAME)
-    if isinstance(name, str) and name:
+    if isinstance(name, str) and name and resource.get(TOOL_NAME) != name:
         return "tool"
     for key in MODEL_TEXT_KEYS:
         text = attrs.get(key)
-        if isinstance(text, str) and text:
+        if isinstance(text, str) and text and resource.get(key) != text:
             return "model"
     for key in MODEL_COUNT_KEYS:
-        if _count(attrs.get(key)):
+        count = attrs.get(key)
+        if _count(count) and resource.get(key) != count:
             return "model"
     return None
 

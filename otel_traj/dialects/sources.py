@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from otel_traj.dialects._base import suffix
+from otel_traj.dialects._messages import Output
 from otel_traj.spanview import SpanView
 
 Reader = Callable[[SpanView, Mapping[str, Any], int], Any]
@@ -144,3 +146,20 @@ UNSPECIFIED = frozenset({"<not specified>", "N/A", ""})
 
 def specified(value: Any) -> Any:
     return None if isinstance(value, str) and value in UNSPECIFIED else value
+
+
+def text_only(
+    read: Callable[[SpanView, Mapping[str, Any], int], Output | None],
+) -> Reader:
+    """A reader of ``(text, requested tools, finish reasons)`` made a reader of the text alone."""
+
+    def text(view: SpanView, attrs: Mapping[str, Any], max_chars: int) -> str | None:
+        output = read(view, attrs, max_chars)
+        return output[0] if output is not None else None
+
+    return text
+
+
+def span_name_after(prefix: str) -> Source:
+    """The span name after ``prefix`` (``execute_tool <name>``)."""
+    return Source(f"span name after `{prefix}`", lambda view, attrs, _: suffix(view.name, prefix))
