@@ -132,7 +132,8 @@ class Assembler:
                             buf.backlog_steps += lost_step
                         else:
                             if isinstance(step, Unreadable):
-                                unreadable += 1
+                                # A malformed span's placeholder: its decoder counted it malformed.
+                                unreadable += not step.malformed
                             else:
                                 accepted += 1
                             self._add_step(buf, step, record.held)

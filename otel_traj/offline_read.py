@@ -42,6 +42,7 @@ from otel_traj.adapters.files import (
 )
 from otel_traj.config import AssemblerConfig
 from otel_traj.offline import grader, trajectories_from_views
+from otel_traj.spanview import MalformedSpan
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -72,7 +73,8 @@ class WorkerError(TraceFileError):
 class FileRead:
     """One trace file read: its format, how many spans and GenAI events of log records (and log
     records it could not read) it held, the traces of its spans and of its events, and how many
-    spans it held that could not be read (an id that is no hex string, a field of the wrong type)."""
+    spans it held that could not be read (an id that is no hex string, a field of the wrong type),
+    of which ``kept_malformed`` were kept in their traces as unreadable steps (their trace id read)."""
 
     path: Path
     format: str
@@ -82,13 +84,15 @@ class FileRead:
     span_traces: frozenset[int]
     event_traces: frozenset[int]
     malformed_spans: int = 0
+    kept_malformed: int = 0
 
     @classmethod
     def of(cls, file: TraceFile) -> FileRead:
         spans = frozenset(view.trace_id for view in file.views)
         events = frozenset(trace_id for trace_id, _ in file.events.by_span)
-        counts = (len(file.views), file.events.events, file.events.malformed)
-        return cls(file.path, file.format, *counts, spans, events, file.malformed)
+        kept = sum(isinstance(view, MalformedSpan) for view in file.views) if file.malformed else 0
+        counts = (len(file.views) - kept, file.events.events, file.events.malformed)
+        return cls(file.path, file.format, *counts, spans, events, file.malformed, kept)
 
     @property
     def traces(self) -> frozenset[int]:

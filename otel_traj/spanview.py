@@ -80,3 +80,17 @@ class SpanView:
     @property
     def is_local_root(self) -> bool:
         return self.parent_id is None or self.parent_is_remote
+
+
+@dataclass(slots=True)
+class MalformedSpan(SpanView):
+    """The placeholder of a span an adapter could not read but whose trace id it could: kept in its
+    trace so that the run says it was not fully read, instead of being graded without the span.
+    Fields that could not be read keep their defaults (a span id of 0 when it was the id); ``reason``
+    says what was wrong. Never a local root: whether it was one cannot be trusted."""
+
+    reason: str = ""
+
+    @property
+    def is_local_root(self) -> bool:
+        return False

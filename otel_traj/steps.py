@@ -272,6 +272,8 @@ class Unreadable:
     field: str = ""
     reason: str = ""
     dialect: str = ""
+    # The span itself could not be decoded (an adapter's ``MalformedSpan``): counted as malformed.
+    malformed: bool = False
 
     @property
     def step_id(self) -> str:

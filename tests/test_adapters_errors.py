@@ -25,9 +25,11 @@ from otel_traj.adapters import (
     views_from_jaeger,
     views_from_otlp_json,
 )
+from otel_traj.spanview import MalformedSpan
 
 TRACE_HEX = "5b8efff798038103d269b633813fc60c"
-GOOD_SPAN = {"traceId": TRACE_HEX, "spanId": "eee19b7ec3c1b173", "name": "ok", "startTimeUnixNano": "1"}
+SPAN_HEX = "eee19b7ec3c1b173"
+GOOD_SPAN = {"traceId": TRACE_HEX, "spanId": SPAN_HEX, "name": "ok", "startTimeUnixNano": "1"}
 
 
 def _write(tmp_path: Path, name: str, content: bytes | str) -> Path:
@@ -154,8 +156,17 @@ def test_malformed_json_spans_are_counted_not_raised() -> None:
     ]
     doc = {"resourceSpans": [{"scopeSpans": [{"spans": [GOOD_SPAN, *bad_spans]}]}, "junk"]}
     batch = views_from_otlp_json(doc)
-    assert [v.name for v in batch] == ["ok"]
+    assert [v.name for v in batch if not isinstance(v, MalformedSpan)] == ["ok"]
     assert batch.malformed == len(bad_spans) + 1
+    # Those whose trace id reads stay in their trace, saying which field was wrong.
+    assert [(v.span_id, v.reason.split(":")[0]) for v in batch if isinstance(v, MalformedSpan)] == [
+        (0, "spanId"),
+        (0, "spanId"),
+        (int(SPAN_HEX, 16), "name"),
+        (int(SPAN_HEX, 16), "startTimeUnixNano"),
+        (int(SPAN_HEX, 16), "attributes"),
+        (int(SPAN_HEX, 16), "attributes"),
+    ]
 
 
 def test_malformed_jaeger_spans_are_counted_not_raised() -> None:
@@ -169,8 +180,14 @@ def test_malformed_jaeger_spans_are_counted_not_raised() -> None:
         [],
     ]
     batch = views_from_jaeger({"data": [{"spans": [good, *bad]}, "junk"]})
-    assert [v.name for v in batch] == ["ok"]
+    assert [v.name for v in batch if not isinstance(v, MalformedSpan)] == ["ok"]
     assert batch.malformed == len(bad) + 1
+    assert [(v.span_id, v.reason.split(":")[0]) for v in batch if isinstance(v, MalformedSpan)] == [
+        (0, "spanID"),
+        (1, "startTime"),
+        (1, "tags"),
+        (1, "references"),
+    ]
 
 
 def test_malformed_protobuf_spans_are_counted_not_raised() -> None:
@@ -195,10 +212,15 @@ def test_malformed_protobuf_spans_are_counted_not_raised() -> None:
         ]
     )
     batch = views_from_bytes(request.SerializeToString())
-    assert [(v.trace_id, v.span_id, v.parent_id) for v in batch] == [
+    assert [(v.trace_id, v.span_id, v.parent_id) for v in batch if not isinstance(v, MalformedSpan)] == [
         (int("01" * 16, 16), int("02" * 8, 16), None)
     ]
     assert batch.malformed == 4
+    # The two whose trace id is valid stay in their trace, saying which id is wrong.
+    assert [(v.span_id, v.reason) for v in batch if isinstance(v, MalformedSpan)] == [
+        (0, "span_id: 7 bytes, not 8"),
+        (int("02" * 8, 16), "parent_span_id: 5 bytes, not 8"),
+    ]
 
 
 json_values = st.recursive(
@@ -313,6 +335,8 @@ def test_random_json_never_raises_anything_but_trace_file_error(
     result = read_or_reject(path)
     if wrapper in SPANS_IN:
         # A valid OTLP/JSON envelope: the file is read, and each span entry in it is either read or
-        # counted as malformed, never lost and never counted twice.
+        # counted as malformed (and then perhaps kept as a placeholder), never lost, never counted twice.
         assert result is not None
-        assert len(result.views) + result.malformed == SPANS_IN[wrapper](original)
+        read = [v for v in result.views if not isinstance(v, MalformedSpan)]
+        assert len(read) + result.malformed == SPANS_IN[wrapper](original)
+        assert len(result.views) - len(read) <= result.malformed

@@ -12,6 +12,7 @@ from otel_traj.spanview import (
     STATUS_ERROR,
     STATUS_OK,
     STATUS_UNSET,
+    MalformedSpan,
     SpanView,
 )
 
@@ -83,9 +84,15 @@ def test_tempo_trace_wrapper_around_resource_spans() -> None:
 def test_tempo_trace_wrapper_around_batches_counts_the_span_without_id() -> None:
     result = _read("tempo_trace_batches.json")
     assert result.malformed == 1
-    (span,) = result.views
+    span, unread = result.views
     assert (span.name, span.start_ns, span.end_ns, span.scope_name) == ("root", 10, 20, "old-lib")
     assert dict(span.resource) == {"service.name": "legacy"}
+    # Its trace id reads: it stays in its trace, so that the run is not taken for whole.
+    assert isinstance(unread, MalformedSpan)
+    assert (unread.trace_id, unread.span_id, unread.name) == (span.trace_id, 0, "no span id")
+    assert unread.reason.endswith(
+        "tempo_trace_batches.json: malformed span: spanId: id must be a string, got NoneType"
+    )
 
 
 def test_collector_json_lines() -> None:
@@ -159,7 +166,8 @@ def test_directory_of_samples_reads_every_file_sorted_and_each_span_once() -> No
     every = [v for p in sorted(FORMATS.iterdir()) for v in _read(p.name).views]
     first_seen: dict[tuple[int, int], str] = {}
     for view in every:
-        first_seen.setdefault((view.trace_id, view.span_id), view.name)
+        # A malformed span whose id did not read (0) is no other span's duplicate.
+        first_seen.setdefault((view.trace_id, view.span_id or id(view)), view.name)
     assert [v.name for v in batch] == list(first_seen.values())
     assert batch.duplicates == len(every) - len(first_seen) > 0
     assert batch.malformed == 2

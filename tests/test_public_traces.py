@@ -10,6 +10,7 @@ was not fully read is never graded ``pass``.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
@@ -22,7 +23,7 @@ from otel_traj.dialects import read_span
 from otel_traj.dialects.fields import TOOL_NAME
 from otel_traj.grader import Grader
 from otel_traj.offline import trajectories_from_views
-from otel_traj.spanview import SpanView
+from otel_traj.spanview import MalformedSpan, SpanView
 from otel_traj.steps import ToolCall
 from otel_traj.trajectory import Trajectory
 
@@ -157,10 +158,11 @@ def _fully_read(trajectory: Trajectory) -> bool:
     return trajectory.complete and not trajectory.unreadable
 
 
-# Files otel-traj cannot read, with how many spans each holds: it must say so, never grade them.
+# Files none of whose spans otel-traj can read, with how many spans each holds: it must say so, and
+# never grade a run of them as whole.
 NOT_READ = {
     # Jaeger JSON whose span ids ("invoke00000001", "calllm000000001") are not hex: no span can be
-    # placed in its trace.
+    # placed in its run, but their trace id reads, so the run is there, made of unreadable steps.
     "agentevals/helm_reversed_order.json": 5,
 }
 
@@ -173,10 +175,16 @@ def test_every_public_file_has_expectations() -> None:
 @pytest.mark.parametrize("name", sorted(NOT_READ))
 def test_a_file_that_cannot_be_read_says_so(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     inputs = read_trace_inputs([PUBLIC / name])
-    assert not inputs.views
+    assert all(isinstance(view, MalformedSpan) for view in inputs.views)
     assert inputs.views.malformed == NOT_READ[name]
-    assert main(["grade", "-v", str(PUBLIC / name)]) == 2
-    assert f"{NOT_READ[name]} malformed spans not read" in capsys.readouterr().err
+    (run,) = _runs(list(inputs.views))
+    assert not _fully_read(run)
+    assert len(run.unreadable) == NOT_READ[name]
+    assert all(step.reason.startswith(f"{PUBLIC / name}: malformed span: ") for step in run.unreadable)
+    assert main(["grade", "-v", "--format", "json", str(PUBLIC / name)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["trajectories"][0]["outcome"] == "incomplete"
+    assert f"{NOT_READ[name]} malformed spans not read ({NOT_READ[name]} kept as unreadable steps" in err
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

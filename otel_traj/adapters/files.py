@@ -9,8 +9,9 @@ length-prefixes the result, in either format: such streams are read too.
 
 Two kinds of trouble are kept apart. A file that cannot be read as traces at all raises
 ``TraceFileError`` naming the file and the reason. Single spans inside a readable file that lack ids
-or carry wrongly typed fields are skipped and counted in ``malformed``: one bad span must not hide
-the rest of a run.
+or carry wrongly typed fields are counted in ``malformed``: one bad span must not hide the rest of a
+run. One whose trace id could be read stays in its trace as a ``MalformedSpan`` whose reason names
+the file and what was wrong, so that its run is graded as not fully read.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from otel_traj.adapters.batch import SpanBatch
 from otel_traj.adapters.jaeger import is_jaeger_json, views_from_jaeger
 from otel_traj.adapters.log_events import LogEvents, attach, events_from_otlp_json, is_otlp_logs_json
 from otel_traj.adapters.otlp_json import is_otlp_json, views_from_otlp_json
+from otel_traj.spanview import MalformedSpan
 
 # What directory expansion picks up; files named explicitly are read whatever their name.
 TRACE_FILE_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".pb", ".otlp", ".bin", ".gz", ".zst"})
@@ -268,14 +270,19 @@ def read_trace_file(path: str | Path) -> TraceFile:
     try:
         if data[:2] == _GZIP_MAGIC:
             views, shape, events = _decode(_gunzip(data))
-            return TraceFile(path, f"{shape} (gzip)", views, events)
-        if data[:4] == zstd.MAGIC:
+            shape += " (gzip)"
+        elif data[:4] == zstd.MAGIC:
             views, shape, events = _decode(_unzstd(data))
-            return TraceFile(path, f"{shape} (zstd)", views, events)
-        views, shape, events = _decode(data)
+            shape += " (zstd)"
+        else:
+            views, shape, events = _decode(data)
     except _Unreadable as exc:
         error = NotATraceFileError if exc.other_content else TraceFileError
         raise error(path, exc.reason) from None
+    if views.malformed:
+        for view in views:
+            if isinstance(view, MalformedSpan):
+                view.reason = f"{path}: malformed span: {view.reason}"
     return TraceFile(path, shape, views, events)
 
 
@@ -355,7 +362,7 @@ def read_files(entries: Iterable[tuple[Path, bool]]) -> TraceInputs:
     batch = SpanBatch()
     files: list[TraceFile] = []
     skipped: list[SkippedFile] = []
-    seen: set[tuple[int, int]] = set()
+    seen: dict[tuple[int, int], int] = {}
     for path, explicit in entries:
         try:
             file = read_trace_file(path)
@@ -367,12 +374,7 @@ def read_files(entries: Iterable[tuple[Path, bool]]) -> TraceInputs:
         files.append(file)
         batch.malformed += file.malformed
         for view in file.views:
-            key = (view.trace_id, view.span_id)
-            if key in seen:
-                batch.duplicates += 1
-            else:
-                seen.add(key)
-                batch.append(view)
+            batch.append_once(view, seen)
     skipped.sort(key=lambda s: s.path)
     events = LogEvents()
     for file in files:

@@ -3,7 +3,9 @@
 Jaeger stores OTel concepts as tags; they are read back the way Jaeger's own OTLP translator writes
 them (``span.kind``, ``otel.status_code``, ``otel.status_description``, ``error``,
 ``otel.scope.name``) and removed from the attributes, so a span reads the same as its OTLP original.
-Times are microseconds. The v3 API (``{"result": {"resourceSpans": ...}}``) is OTLP/JSON inside.
+Times are microseconds. The v3 API (``{"result": {"resourceSpans": ...}}``) is OTLP/JSON inside. A
+span that cannot be read is counted in ``malformed`` and, when its trace id can be, kept in its trace
+as a ``MalformedSpan`` naming the field that could not be read.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from otel_traj.adapters.batch import SpanBatch
@@ -20,6 +22,7 @@ from otel_traj.adapters.otlp_json import (
     is_otlp_json,
     json_array,
     json_object,
+    salvaged_fields,
     to_int,
     views_from_otlp_json,
 )
@@ -33,6 +36,7 @@ from otel_traj.spanview import (
     STATUS_ERROR,
     STATUS_OK,
     STATUS_UNSET,
+    MalformedSpan,
     SpanEvent,
     SpanView,
 )
@@ -153,9 +157,7 @@ def span_view(span: Any, resources: Mapping[str, Mapping[str, Any]]) -> SpanView
     span_id = _hex_id(span.get("spanID"), 8)
     if not trace_id or not span_id:
         raise MalformedError("all-zero trace or span id")
-    name = span.get("operationName", "")
-    if not isinstance(name, str):
-        raise MalformedError(f"operationName {name!r} is not a string")
+    name = _name(span)
     start = to_int(span.get("startTime")) * 1000
     all_tags = tags(span.get("tags"))
     status_code, status_message = _status(all_tags)
@@ -184,6 +186,61 @@ def span_view(span: Any, resources: Mapping[str, Mapping[str, Any]]) -> SpanView
     )
 
 
+def _nonzero_span_id(span: Mapping[str, Any]) -> int:
+    span_id = _hex_id(span.get("spanID"), 8)
+    if not span_id:
+        raise MalformedError("all-zero span id")
+    return span_id
+
+
+def _name(span: Mapping[str, Any]) -> str:
+    name = span.get("operationName", "")
+    if not isinstance(name, str):
+        raise MalformedError(f"operationName {name!r} is not a string")
+    return name
+
+
+def _field_readers(trace_id: int) -> tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...]:
+    """Each field of a span of trace ``trace_id`` by name, as ``salvaged_fields`` reads them."""
+    return (
+        ("spanID", _nonzero_span_id),
+        ("references", lambda span: _parent(span, trace_id)),
+        ("operationName", _name),
+        ("startTime", lambda span: to_int(span.get("startTime")) * 1000),
+        ("duration", lambda span: to_int(span.get("duration")) * 1000),
+        ("tags", lambda span: tags(span.get("tags"))),
+        ("logs", lambda span: [_event(log) for log in json_array(span.get("logs"))]),
+        ("process", lambda span: span.get("process") is None or _resource(span["process"])),
+    )
+
+
+def _malformed_span(
+    span: Any, resources: Mapping[str, Mapping[str, Any]], error: Exception
+) -> MalformedSpan | None:
+    """The placeholder of a span ``span_view`` could not read (``error``), when its trace id can be
+    read; None when it cannot (the span is only counted)."""
+    if not isinstance(span, dict):
+        return None
+    try:
+        trace_id = _hex_id(span.get("traceID"), 16)
+    except MalformedError:
+        return None
+    if not trace_id:
+        return None
+    values, problem = salvaged_fields(span, _field_readers(trace_id))
+    start = values.get("startTime", 0)
+    return MalformedSpan(
+        trace_id=trace_id,
+        span_id=values.get("spanID", 0),
+        parent_id=values.get("references"),
+        name=values.get("operationName", ""),
+        start_ns=start,
+        end_ns=start + values["duration"] if start and "duration" in values else 0,
+        resource=resources.get(str(span.get("processID")), EMPTY),
+        reason=problem or f"{type(error).__name__}: {error}",
+    )
+
+
 def _trace(trace: Any, batch: SpanBatch) -> None:
     trace = json_object(trace)
     resources: dict[str, Mapping[str, Any]] = {}
@@ -195,8 +252,11 @@ def _trace(trace: Any, batch: SpanBatch) -> None:
     for span in json_array(trace.get("spans")):
         try:
             batch.append(span_view(span, resources))
-        except (MalformedError, RecursionError):
+        except (MalformedError, RecursionError) as exc:
             batch.malformed += 1
+            placeholder = _malformed_span(span, resources, exc)
+            if placeholder is not None:
+                batch.append(placeholder)
 
 
 def views_from_jaeger(doc: Any) -> SpanBatch:

@@ -7,8 +7,10 @@ integers as numbers, enums by name (``SPAN_KIND_SERVER``, ``STATUS_CODE_ERROR``)
 ``{"batches": [...]}`` with the pre-1.0 ``instrumentationLibrarySpans`` / ``instrumentationLibrary``,
 and ``{"trace": ...}`` around any of these.
 
-Input is parsed JSON (``Any``). A span with missing ids or wrongly typed fields is skipped and
-counted in ``SpanBatch.malformed``; so is any other entry that is not a JSON object where one belongs.
+Input is parsed JSON (``Any``). A span with missing ids or wrongly typed fields is counted in
+``SpanBatch.malformed``; so is any other entry that is not a JSON object where one belongs. When its
+trace id can be read, the span is kept in its trace as a ``MalformedSpan`` naming the field that could
+not be read, so that its run is never graded as if it were whole.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from otel_traj.adapters.batch import SpanBatch
-from otel_traj.spanview import EMPTY, SpanEvent, SpanView
+from otel_traj.spanview import EMPTY, MalformedSpan, SpanEvent, SpanView
 
 _GROUP_KEYS = ("resourceSpans", "resource_spans", "batches")
 OTLP_JSON_KEYS = (*_GROUP_KEYS, "trace")
@@ -224,6 +226,80 @@ def span_view(obj: Any, resource: Mapping[str, Any], scope_name: str) -> SpanVie
     )
 
 
+def _parent_id(obj: Mapping[str, Any]) -> int | None:
+    parent = json_field(obj, "parentSpanId", "parent_span_id")
+    return (parse_id(parent, 8) or None) if parent else None
+
+
+def _nonzero_span_id(obj: Mapping[str, Any]) -> int:
+    span_id = parse_id(json_field(obj, "spanId", "span_id"), 8)
+    if not span_id:
+        raise MalformedError("all-zero span id")
+    return span_id
+
+
+# Each field of a span by the name the reason of a malformed one gives, with its reader: read one by
+# one only for a span that ``span_view`` could not read, to keep what can be and name what cannot.
+_FIELD_READERS: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
+    ("spanId", _nonzero_span_id),
+    ("parentSpanId", _parent_id),
+    ("name", lambda obj: _str(obj.get("name"))),
+    ("startTimeUnixNano", lambda obj: to_int(json_field(obj, "startTimeUnixNano", "start_time_unix_nano"))),
+    ("endTimeUnixNano", lambda obj: to_int(json_field(obj, "endTimeUnixNano", "end_time_unix_nano"))),
+    ("attributes", lambda obj: attributes(obj.get("attributes"))),
+    ("events", lambda obj: [_event(e) for e in json_array(obj.get("events"))]),
+    ("status", lambda obj: _str(json_object(obj.get("status")).get("message"))),
+    (
+        "status.code",
+        lambda obj: _enum(json_object(obj.get("status")).get("code"), _STATUS_CODES, "STATUS_CODE_"),
+    ),
+    ("kind", lambda obj: _enum(obj.get("kind"), _KINDS, "SPAN_KIND_")),
+    ("flags", lambda obj: to_int(obj.get("flags"))),
+)
+
+
+def salvaged_fields(
+    obj: Mapping[str, Any], readers: tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...]
+) -> tuple[dict[str, Any], str]:
+    """The fields of ``obj`` that ``readers`` can read, by name, and what was wrong with the first
+    that could not be (``"<field>: <problem>"``; empty when every one could)."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, reader in readers:
+        try:
+            values[name] = reader(obj)
+        except (MalformedError, RecursionError) as exc:
+            problems.append(f"{name}: {exc}")
+    return values, problems[0] if problems else ""
+
+
+def malformed_span(
+    obj: Any, resource: Mapping[str, Any], scope_name: str, error: Exception
+) -> MalformedSpan | None:
+    """The placeholder of a span ``span_view`` could not read (``error``), when its trace id can be
+    read; None when it cannot (the span is only counted)."""
+    if not isinstance(obj, dict):
+        return None
+    try:
+        trace_id = parse_id(json_field(obj, "traceId", "trace_id"), 16)
+    except MalformedError:
+        return None
+    if not trace_id:
+        return None
+    values, problem = salvaged_fields(obj, _FIELD_READERS)
+    return MalformedSpan(
+        trace_id=trace_id,
+        span_id=values.get("spanId", 0),
+        parent_id=values.get("parentSpanId"),
+        name=values.get("name", ""),
+        start_ns=values.get("startTimeUnixNano", 0),
+        end_ns=values.get("endTimeUnixNano", 0),
+        resource=resource,
+        scope_name=scope_name,
+        reason=problem or f"{type(error).__name__}: {error}",
+    )
+
+
 def _scope_spans(obj: Any, resource: Mapping[str, Any], batch: SpanBatch) -> None:
     obj = json_object(obj)
     scope = json_field(obj, "scope", "instrumentationLibrary")
@@ -233,8 +309,11 @@ def _scope_spans(obj: Any, resource: Mapping[str, Any], batch: SpanBatch) -> Non
     for span in json_array(obj.get("spans")):
         try:
             batch.append(span_view(span, resource, scope_name))
-        except (MalformedError, RecursionError):
+        except (MalformedError, RecursionError) as exc:
             batch.malformed += 1
+            placeholder = malformed_span(span, resource, scope_name, exc)
+            if placeholder is not None:
+                batch.append(placeholder)
 
 
 def _resource_spans(obj: Any, batch: SpanBatch) -> None:

@@ -15,7 +15,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_traj.adapters.batch import SpanBatch
-from otel_traj.spanview import EMPTY, STATUS_ERROR, SpanEvent, SpanView
+from otel_traj.spanview import EMPTY, STATUS_ERROR, MalformedSpan, SpanEvent, SpanView
 
 # SpanFlags: bit 0x100 says whether the producer knew if the parent was remote, 0x200 says it was.
 _HAS_IS_REMOTE = 0x100
@@ -84,8 +84,36 @@ def _view(span: Span, resource: dict[str, Any], scope_name: str) -> SpanView | N
     )
 
 
+def _id_problem(name: str, value: bytes, size: int) -> str:
+    if len(value) != size:
+        return f"{name}: {len(value)} bytes, not {size}"
+    return f"{name}: all zero" if not any(value) else ""
+
+
+def _malformed(span: Span, resource: dict[str, Any], scope_name: str) -> MalformedSpan | None:
+    """The placeholder of a span ``_view`` could not read, when its trace id is valid; else None
+    (the span is only counted)."""
+    if _id_problem("trace_id", span.trace_id, 16):
+        return None
+    span_problem = _id_problem("span_id", span.span_id, 8)
+    parent_bytes = span.parent_span_id
+    parent_problem = _id_problem("parent_span_id", parent_bytes, 8) if parent_bytes else ""
+    return MalformedSpan(
+        trace_id=int.from_bytes(span.trace_id),
+        span_id=0 if span_problem else int.from_bytes(span.span_id),
+        parent_id=None if parent_problem else int.from_bytes(parent_bytes) or None,
+        name=span.name,
+        start_ns=span.start_time_unix_nano,
+        end_ns=span.end_time_unix_nano,
+        resource=resource,
+        scope_name=scope_name,
+        reason=span_problem or parent_problem,
+    )
+
+
 def views_from_request(request: ExportTraceServiceRequest) -> SpanBatch:
-    """All spans of a request; spans without valid ids are skipped and counted in ``malformed``."""
+    """All spans of a request. A span without valid ids is counted in ``malformed`` and, when its
+    trace id is valid, kept in its trace as a ``MalformedSpan`` saying which id is wrong."""
     batch = SpanBatch()
     append = batch.append
     for resource_spans in request.resource_spans:
@@ -97,8 +125,10 @@ def views_from_request(request: ExportTraceServiceRequest) -> SpanBatch:
                 view = _view(span, resource, scope_name)
                 if view is None:
                     batch.malformed += 1
-                else:
-                    append(view)
+                    view = _malformed(span, resource, scope_name)
+                    if view is None:
+                        continue
+                append(view)
     return batch
 
 

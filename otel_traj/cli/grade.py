@@ -182,7 +182,8 @@ def _why_unused(file: FileRead) -> str:
 def _malformed(file: FileRead) -> str:
     """The spans a file held that were not read: a run they belong to cannot be graded on them."""
     why = "an id that is not hex, or a field of the wrong type"
-    return f"{file.malformed_spans} malformed spans not read: {why}"
+    kept = f" ({file.kept_malformed} kept as unreadable steps of their runs)" if file.kept_malformed else ""
+    return f"{file.malformed_spans} malformed spans not read{kept}: {why}"
 
 
 def _print_inputs(inputs: Inputs, skipped: list[SkippedFile]) -> None:
@@ -200,7 +201,7 @@ def _print_inputs(inputs: Inputs, skipped: list[SkippedFile]) -> None:
 
 def _held(file: FileRead) -> str:
     """What a file read held: its spans, or a logs file's GenAI events (and its unreadable records)."""
-    if file.spans:
+    if file.spans or file.malformed_spans:
         events = f", {file.events} GenAI events" if file.events else ""
         malformed = f", {_malformed(file)}" if file.malformed_spans else ""
         return f"{file.spans} spans{events}{malformed}"

@@ -19,7 +19,7 @@ from otel_traj.dialects.evidence import agent_step, model_step, tool_step
 from otel_traj.dialects.operations import context_step
 from otel_traj.dialects.recognize import EVIDENCE_KEYS, RECOGNIZER_KEYS, Kind, classify
 from otel_traj.dialects.sources import UnreadableField
-from otel_traj.spanview import SpanView
+from otel_traj.spanview import MalformedSpan, SpanView
 from otel_traj.steps import Step, Unreadable
 
 __all__ = ["DEFAULT_MAX_CHARS", "MARKERS", "NAME_PREFIXES", "Reading", "may_be_step", "read_span", "to_step"]
@@ -70,9 +70,12 @@ def read_span(view: SpanView, max_chars: int = DEFAULT_MAX_CHARS) -> Reading:
     """The step a span records: a tool call, model call or agent run; an ``Unreadable`` step when the
     span has evidence of one but it could not be read; None for spans that are no step.
 
-    Never raises for the span's content: instrumentation data is untrusted. (A view whose ids cannot be
-    read is malformed; the caller counts it.)
+    Never raises for the span's content: instrumentation data is untrusted. A span an adapter could
+    not decode (``MalformedSpan``) is an ``Unreadable`` step that says why; one whose trace id could
+    not be read either is no view at all (the adapter counts it).
     """
+    if view.__class__ is MalformedSpan:
+        return _malformed(view), False
     kind: Kind | None = None
     try:
         attrs = view.attributes
@@ -120,6 +123,19 @@ def _unreadable(view: SpanView, kind: Kind | None, field: str, reason: str, max_
         field=field,
         reason=reason,
         dialect=kind.dialect if kind is not None else "",
+    )
+
+
+def _malformed(view: MalformedSpan) -> Unreadable:
+    return Unreadable(
+        span_id=view.span_id,
+        parent_id=view.parent_id,
+        start_ns=view.start_ns,
+        end_ns=view.end_ns,
+        span_name=clip_text(view.name, _REASON_CHARS) or "",
+        field="span",
+        reason=view.reason,
+        malformed=True,
     )
 
 
