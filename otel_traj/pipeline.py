@@ -24,8 +24,8 @@ from otel_traj.sinks.base import LiveViolation, Sink
 from otel_traj.stats import PipelineStats
 from otel_traj.steps import ModelCall, ToolCall, span_hex
 from otel_traj.trajectory import Trajectory
-from otel_traj.verdict import CheckResult, Verdict
-from otel_traj.verification import dropped_result
+from otel_traj.verdict import CheckResult, Outcome, Verdict
+from otel_traj.verification import dropped_result, unreadable_result
 from otel_traj.versions import versions_of
 
 if TYPE_CHECKING:
@@ -52,14 +52,22 @@ LiveFactory = Callable[[TraceContext], LiveChecker | None]
 
 
 def ungraded(trajectory: Trajectory) -> Verdict:
-    """The verdict when no policy is configured: the trajectory only, no checks but the note on steps
-    dropped unread (``verification.dropped_result``)."""
-    dropped = dropped_result(trajectory)
-    checks = (dropped,) if dropped is not None else ()
+    """The verdict when no policy is configured: the trajectory only, no checks but the notes on
+    spans that could not be read and steps dropped unread (``verification``). A run not fully read
+    is ``incomplete`` or ``unverified``, never ``pass``."""
+    found = (
+        unreadable_result(trajectory.unreadable) if trajectory.unreadable else None,
+        dropped_result(trajectory),
+    )
+    checks = tuple(check for check in found if check is not None)
+    if not trajectory.complete:
+        outcome: Outcome = "incomplete"
+    else:
+        outcome = "unverified" if trajectory.unreadable else "pass"
     return Verdict(
         trajectory=trajectory,
         checks=checks,
-        outcome="pass" if trajectory.complete else "incomplete",
+        outcome=outcome,
         score=score(checks),
         versions=versions_of(trajectory),
     )
