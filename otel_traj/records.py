@@ -32,7 +32,7 @@ def _log_unreadable(step: Unreadable) -> None:
     _UNREADABLE_LOG.warning(
         (step.expected, step.field),
         "unreadable %s span %s %r (%s): %s: %s",
-        step.expected or "GenAI",
+        step.expected or ("malformed" if step.malformed else "GenAI"),
         step.step_id,
         step.span_name,
         step.dialect or "no dialect",

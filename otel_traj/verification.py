@@ -38,12 +38,13 @@ def _listed(items: Sequence[str]) -> str:
 
 def unreadable_result(steps: Sequence[Unreadable]) -> CheckResult:
     noun = "span" if len(steps) == 1 else "spans"
+    # A malformed span (``Unreadable.malformed``) could not be decoded: what it held is unknown.
+    evidence = "" if any(s.malformed for s in steps) else " with GenAI evidence"
     return CheckResult(
         name=NAME,
         status="fail",
         severity="info",
-        reason=f"{len(steps)} {noun} with GenAI evidence could not be read: "
-        + _listed([describe(s) for s in steps]),
+        reason=f"{len(steps)} {noun}{evidence} could not be read: " + _listed([describe(s) for s in steps]),
         steps=tuple(s.step_id for s in steps),
     )
 
